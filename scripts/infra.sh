@@ -1,0 +1,582 @@
+#!/usr/bin/env bash
+# Local test infrastructure for the evidence gateway: a single-node Kafka
+# (KRaft, broker+controller in one JVM) and a single-drive MinIO, both bound to
+# 127.0.0.1 only, on ports chosen at `up` time.
+#
+# Usage: scripts/infra.sh up|down|status|env|up-kafka|down-kafka
+#
+#   up          install what is missing (into the cache), start what is not
+#               running, wait until both answer, print the env lines (stdout)
+#   down        stop both (TERM, then KILL), delete the run dir (data); the
+#               cache stays
+#   status      say what runs (exit 0 only if both run and answer)
+#   env         print $RUN/env
+#   down-kafka  stop only Kafka; its data dir and port are kept
+#   up-kafka    start only Kafka again, on the same port with the same data
+#
+# Environment:
+#   GATEWAY_INFRA_CACHE    install cache  (default ~/.cache/evidence-gateway-infra)
+#   GATEWAY_INFRA_RUN      run state: pids, ports, data, logs
+#                          (default /tmp/evidence-gateway-infra)
+#   GATEWAY_INFRA_TIMEOUT  seconds to wait for a service to answer (default 120)
+#   GATEWAY_INFRA_MINIO_REF  Go module version of github.com/minio/minio to build
+#
+# Needs: bash, curl, flock/setsid (util-linux), java >= 11 (17 tested),
+# and for the first install only: mvn (Kafka jars from Maven Central) and
+# go (MinIO is built with `go install`).
+#
+# Output: progress lines on stderr prefixed "infra:"; the env lines
+# (KAFKA_BROKERS=..., S3_ENDPOINT=..., ...) on stdout and in $RUN/env.
+set -euo pipefail
+
+KAFKA_VERSION=3.9.2 # newest 3.9.x on Maven Central (3.9.0, 3.9.1, 3.9.2)
+SCALA_VERSION=2.13
+SLF4J_VERSION=1.7.36 # slf4j-reload4j: the log4j 1.x binding Kafka 3.9 ships with
+# MinIO: `@latest` of github.com/minio/minio resolves (Feb 2026) to this
+# pseudo-version (MinIO's RELEASE.* tags are not semver, so the proxy only
+# offers pseudo-versions).  It builds with Go 1.26; pinned so every machine
+# builds the same server.  Override with GATEWAY_INFRA_MINIO_REF=latest.
+MINIO_REF="${GATEWAY_INFRA_MINIO_REF:-v0.0.0-20260212201848-7aac2a2c5b7c}"
+MINIO_USER=minioadmin
+MINIO_PASS=minioadmin-secret
+S3_REGION=us-east-1
+
+CACHE="${GATEWAY_INFRA_CACHE:-$HOME/.cache/evidence-gateway-infra}"
+RUN="${GATEWAY_INFRA_RUN:-/tmp/evidence-gateway-infra}"
+TIMEOUT="${GATEWAY_INFRA_TIMEOUT:-120}"
+KAFKA_STOP_GRACE=15 # seconds between TERM and KILL (clean shutdown = fast restart)
+MINIO_STOP_GRACE=5
+
+KAFKA_HOME="$CACHE/kafka-$KAFKA_VERSION"
+MINIO_HOME="$CACHE/minio-$MINIO_REF"
+
+log() { printf 'infra: %s\n' "$*" >&2; }
+die() { printf 'infra: ERROR: %s\n' "$*" >&2; exit 1; }
+
+need() { command -v "$1" >/dev/null 2>&1 || die "'$1' not found in PATH ($2)"; }
+
+java_bin() {
+  if [[ -n "${JAVA_HOME:-}" && -x "$JAVA_HOME/bin/java" ]]; then
+    printf '%s\n' "$JAVA_HOME/bin/java"
+  else
+    command -v java || die "java not found (need a JDK/JRE >= 11 for Kafka 3.9)"
+  fi
+}
+
+# ---------------------------------------------------------------- locking ---
+# One lock for installs (in the cache) and one for the run dir (beside it,
+# since `down` deletes the run dir).  fd 8/9 are closed in every daemon we
+# start, so a running server never holds a lock.
+lock_cache() {
+  mkdir -p "$CACHE"
+  exec 8>"$CACHE/.install.lock"
+  flock 8
+}
+lock_run() {
+  mkdir -p "$(dirname "$RUN")"
+  exec 9>"$RUN.lock"
+  flock 9
+}
+
+# --------------------------------------------------------------- install ---
+install_kafka() {
+  [[ -f "$KAFKA_HOME/.complete" ]] && return 0
+  need mvn "used once to fetch the Kafka jars from Maven Central"
+  lock_cache
+  [[ -f "$KAFKA_HOME/.complete" ]] && return 0
+  log "installing Kafka $KAFKA_VERSION jars from Maven Central into $KAFKA_HOME"
+  local tmp="$CACHE/.tmp-kafka-$KAFKA_VERSION"
+  rm -rf "$tmp"
+  mkdir -p "$tmp"
+  # kafka_2.13 = broker + StorageTool; kafka-tools = TopicCommand (used for the
+  # readiness check) minus connect-runtime, which only Connect tools need.
+  cat >"$tmp/pom.xml" <<EOF
+<project xmlns="http://maven.apache.org/POM/4.0.0">
+  <modelVersion>4.0.0</modelVersion>
+  <groupId>local.evidence-gateway</groupId>
+  <artifactId>kafka-dist</artifactId>
+  <version>1</version>
+  <packaging>pom</packaging>
+  <dependencies>
+    <dependency>
+      <groupId>org.apache.kafka</groupId>
+      <artifactId>kafka_$SCALA_VERSION</artifactId>
+      <version>$KAFKA_VERSION</version>
+    </dependency>
+    <dependency>
+      <groupId>org.apache.kafka</groupId>
+      <artifactId>kafka-tools</artifactId>
+      <version>$KAFKA_VERSION</version>
+      <exclusions>
+        <exclusion><groupId>org.apache.kafka</groupId><artifactId>connect-runtime</artifactId></exclusion>
+      </exclusions>
+    </dependency>
+    <dependency>
+      <groupId>org.slf4j</groupId>
+      <artifactId>slf4j-reload4j</artifactId>
+      <version>$SLF4J_VERSION</version>
+    </dependency>
+  </dependencies>
+</project>
+EOF
+  if ! mvn -B -q -f "$tmp/pom.xml" dependency:copy-dependencies \
+      -DincludeScope=runtime -DoutputDirectory="$tmp/jars" >"$tmp/mvn.log" 2>&1; then
+    tail -n 30 "$tmp/mvn.log" >&2
+    die "mvn could not fetch org.apache.kafka:kafka_$SCALA_VERSION:$KAFKA_VERSION (log: $tmp/mvn.log)"
+  fi
+  [[ -f "$tmp/jars/kafka_$SCALA_VERSION-$KAFKA_VERSION.jar" ]] || die "kafka jar missing after mvn run ($tmp/jars)"
+  touch "$tmp/.complete"
+  rm -rf "$KAFKA_HOME"
+  mv "$tmp" "$KAFKA_HOME"
+  log "Kafka $KAFKA_VERSION installed ($(find "$KAFKA_HOME/jars" -name '*.jar' | wc -l) jars)"
+}
+
+install_minio() {
+  [[ -f "$MINIO_HOME/.complete" ]] && return 0
+  need go "used once to build MinIO with 'go install'"
+  lock_cache
+  [[ -f "$MINIO_HOME/.complete" ]] && return 0
+  log "building MinIO (github.com/minio/minio@$MINIO_REF) with $(go version | awk '{print $3}'); this takes several minutes on a cold Go cache"
+  local tmp="$CACHE/.tmp-minio-$MINIO_REF"
+  rm -rf "$tmp"
+  mkdir -p "$tmp/bin"
+  # CGO off: a static binary, as MinIO's own release builds; run outside any
+  # module so the repo's go.mod/go.work (if any) cannot interfere.
+  if ! (cd "$tmp" && GOBIN="$tmp/bin" CGO_ENABLED=0 GOWORK=off GOFLAGS=-buildvcs=false \
+        go install "github.com/minio/minio@$MINIO_REF") >"$tmp/build.log" 2>&1; then
+    tail -n 30 "$tmp/build.log" >&2
+    die "go install github.com/minio/minio@$MINIO_REF failed (log: $tmp/build.log)"
+  fi
+  [[ -x "$tmp/bin/minio" ]] || die "minio binary missing after go install ($tmp/bin)"
+  # go-installed builds report "DEVELOPMENT.GOGET" from --version; the module
+  # version embedded in the binary is the real identity.
+  go version -m "$tmp/bin/minio" | awk '$1 == "mod" && $2 == "github.com/minio/minio" {print $3}' >"$tmp/VERSION"
+  [[ -s "$tmp/VERSION" ]] || echo "$MINIO_REF" >"$tmp/VERSION"
+  touch "$tmp/.complete"
+  rm -rf "$MINIO_HOME"
+  mv "$tmp" "$MINIO_HOME"
+  log "MinIO $(cat "$MINIO_HOME/VERSION") installed"
+}
+
+# ------------------------------------------------------------- processes ---
+# A pid counts as ours only if it is alive and its command line mentions our
+# run dir (guards against pid reuse after a reboot or a stale /tmp).
+pid_alive() {
+  local pid="$1"
+  [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null || return 1
+  tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF -- "$RUN/" || return 1
+}
+read_pid() { [[ -f "$1" ]] && cat "$1" 2>/dev/null || true; }
+kafka_pid() { read_pid "$RUN/kafka.pid"; }
+minio_pid() { read_pid "$RUN/minio.pid"; }
+kafka_running() { pid_alive "$(kafka_pid)"; }
+minio_running() { pid_alive "$(minio_pid)"; }
+
+# spawn PIDFILE LOGFILE CMD...: start CMD detached (own session, no inherited
+# stdio or lock fds), the pid it writes is the server's own (bash execs it).
+spawn() {
+  local pidfile="$1" logfile="$2"
+  shift 2
+  rm -f "$pidfile"
+  setsid bash -c 'echo $$ >"$0"; exec "$@"' "$pidfile" "$@" \
+    </dev/null >>"$logfile" 2>&1 8>&- 9>&- &
+  local i
+  for i in $(seq 1 50); do
+    [[ -s "$pidfile" ]] && return 0
+    sleep 0.1
+  done
+  die "could not start $1 (no pid file $pidfile)"
+}
+
+# stop_pid NAME PIDFILE GRACE
+stop_pid() {
+  local name="$1" pidfile="$2" grace="$3" pid i
+  pid="$(read_pid "$pidfile")"
+  if ! pid_alive "$pid"; then
+    rm -f "$pidfile"
+    return 0
+  fi
+  log "stopping $name (pid $pid)"
+  kill -TERM "$pid" 2>/dev/null || true
+  for i in $(seq 1 $((grace * 10))); do
+    pid_alive "$pid" || break
+    sleep 0.1
+  done
+  if pid_alive "$pid"; then
+    log "$name did not stop within ${grace}s, sending KILL"
+    kill -KILL "$pid" 2>/dev/null || true
+    for i in $(seq 1 50); do
+      pid_alive "$pid" || break
+      sleep 0.1
+    done
+  fi
+  pid_alive "$pid" && die "$name (pid $pid) is still running"
+  rm -f "$pidfile"
+}
+
+# ----------------------------------------------------------------- ports ---
+# Free ports below the kernel's ephemeral range, so that while Kafka is down
+# (down-kafka) no client's outgoing connection can be handed its port, and the
+# broker can always come back on the same one.  All four are bound at once to
+# be distinct, then released.
+pick_ports() {
+  local lo
+  lo="$(awk '{print $1}' /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)"
+  (( lo > 12000 )) || lo=32768
+  if command -v python3 >/dev/null 2>&1; then
+    python3 - "$lo" <<'EOF'
+import random, socket, sys
+hi = int(sys.argv[1]) - 1
+socks = []
+while len(socks) < 4:
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        s.bind(("127.0.0.1", random.randint(10000, hi)))
+        socks.append(s)
+    except OSError:
+        s.close()
+print(" ".join(str(s.getsockname()[1]) for s in socks))
+EOF
+  else
+    need node "python3 or node is needed to pick free ports"
+    node - "$lo" <<'EOF'
+const net = require("net");
+const hi = Number(process.argv[2]) - 1, servers = [];
+const next = () => {
+  if (servers.length === 4) {
+    console.log(servers.map((s) => s.address().port).join(" "));
+    servers.forEach((s) => s.close());
+    return;
+  }
+  const s = net.createServer();
+  s.once("error", next);
+  s.listen(10000 + Math.floor(Math.random() * (hi - 10000)), "127.0.0.1", () => { servers.push(s); next(); });
+};
+next();
+EOF
+  fi
+}
+
+tcp_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+# ------------------------------------------------------------------ Kafka ---
+# JVM flags as in Kafka's bin/kafka-run-class.sh / kafka-server-start.sh,
+# with a modest heap.
+kafka_server_cmd() {
+  KAFKA_CMD=("$(java_bin)" -Xmx512m -Xms128m -XX:+UseG1GC -XX:MaxGCPauseMillis=20
+    -XX:InitiatingHeapOccupancyPercent=35 -XX:+ExplicitGCInvokesConcurrent
+    -Djava.awt.headless=true -Dlog4j.configuration="file:$RUN/kafka/log4j.properties"
+    -Dkafka.logs.dir="$RUN/kafka/logs" -cp "$KAFKA_HOME/jars/*"
+    kafka.Kafka "$RUN/kafka/server.properties")
+}
+
+# Short-lived Kafka tools (StorageTool, TopicCommand), killed after $1 s:
+# small heap, C1 only for a quicker start, log4j warnings to stderr.
+kafka_tool() {
+  local limit="$1"
+  shift
+  timeout "$limit" "$(java_bin)" -Xmx256m -XX:TieredStopAtLevel=1 -XX:+UseSerialGC \
+    -Djava.awt.headless=true -Dlog4j.configuration="file:$RUN/kafka/tools-log4j.properties" \
+    -cp "$KAFKA_HOME/jars/*" "$@"
+}
+
+write_kafka_config() {
+  mkdir -p "$RUN/kafka/data" "$RUN/kafka/logs"
+  cat >"$RUN/kafka/server.properties" <<EOF
+process.roles=broker,controller
+node.id=1
+controller.quorum.voters=1@127.0.0.1:$CONTROLLER_PORT
+listeners=PLAINTEXT://127.0.0.1:$KAFKA_PORT,CONTROLLER://127.0.0.1:$CONTROLLER_PORT
+advertised.listeners=PLAINTEXT://127.0.0.1:$KAFKA_PORT
+controller.listener.names=CONTROLLER
+inter.broker.listener.name=PLAINTEXT
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+log.dirs=$RUN/kafka/data
+num.partitions=1
+default.replication.factor=1
+auto.create.topics.enable=true
+offsets.topic.replication.factor=1
+# 1 partition instead of 50: the first consumer group join stays fast
+offsets.topic.num.partitions=1
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+transaction.state.log.num.partitions=1
+group.initial.rebalance.delay.ms=0
+num.network.threads=2
+num.io.threads=4
+num.recovery.threads.per.data.dir=1
+log.retention.hours=24
+EOF
+  # Broker log -> a file in the run dir (stdout/stderr go to kafka.out).
+  cat >"$RUN/kafka/log4j.properties" <<'EOF'
+log4j.rootLogger=INFO, file
+log4j.appender.file=org.apache.log4j.FileAppender
+log4j.appender.file.File=${kafka.logs.dir}/server.log
+log4j.appender.file.Append=true
+log4j.appender.file.layout=org.apache.log4j.PatternLayout
+log4j.appender.file.layout.ConversionPattern=[%d] %p %m (%c)%n
+log4j.logger.kafka.request.logger=WARN
+log4j.logger.kafka.network.RequestChannel$=WARN
+log4j.logger.org.apache.kafka.controller=INFO
+log4j.logger.state.change.logger=INFO
+EOF
+  cat >"$RUN/kafka/tools-client.properties" <<'EOF'
+request.timeout.ms=5000
+default.api.timeout.ms=10000
+EOF
+  # Short-lived tools (StorageTool, TopicCommand): warnings to stderr only.
+  cat >"$RUN/kafka/tools-log4j.properties" <<'EOF'
+log4j.rootLogger=WARN, stderr
+log4j.appender.stderr=org.apache.log4j.ConsoleAppender
+log4j.appender.stderr.Target=System.err
+log4j.appender.stderr.layout=org.apache.log4j.PatternLayout
+log4j.appender.stderr.layout.ConversionPattern=[%d] %p %m (%c)%n
+EOF
+}
+
+format_kafka_storage() {
+  local uuid
+  uuid="$(kafka_tool 60 kafka.tools.StorageTool random-uuid 2>/dev/null | tail -n 1)"
+  [[ -n "$uuid" ]] || die "kafka StorageTool random-uuid failed"
+  echo "$uuid" >"$RUN/kafka/cluster-id"
+  if ! kafka_tool 60 kafka.tools.StorageTool format \
+      -t "$uuid" -c "$RUN/kafka/server.properties" >"$RUN/kafka/logs/format.log" 2>&1; then
+    cat "$RUN/kafka/logs/format.log" >&2
+    die "kafka storage format failed"
+  fi
+  log "formatted Kafka storage (cluster id $uuid)"
+}
+
+start_kafka() {
+  if kafka_running; then return 0; fi
+  [[ -f "$RUN/kafka/data/meta.properties" ]] || die "Kafka data dir $RUN/kafka/data is not formatted (run 'down' then 'up')"
+  if tcp_open "$KAFKA_PORT" || tcp_open "$CONTROLLER_PORT"; then
+    die "Kafka port $KAFKA_PORT or $CONTROLLER_PORT is taken by another process"
+  fi
+  log "starting Kafka $KAFKA_VERSION on 127.0.0.1:$KAFKA_PORT (controller 127.0.0.1:$CONTROLLER_PORT)"
+  kafka_server_cmd
+  spawn "$RUN/kafka.pid" "$RUN/kafka/kafka.out" "${KAFKA_CMD[@]}"
+}
+
+kafka_fail() {
+  log "Kafka failed: $1"
+  log "--- tail of $RUN/kafka/logs/server.log ---"
+  tail -n 40 "$RUN/kafka/logs/server.log" >&2 2>/dev/null || true
+  log "--- tail of $RUN/kafka/kafka.out ---"
+  tail -n 20 "$RUN/kafka/kafka.out" >&2 2>/dev/null || true
+  exit 1
+}
+
+wait_kafka() {
+  local deadline=$((SECONDS + TIMEOUT))
+  while ! tcp_open "$KAFKA_PORT"; do
+    kafka_running || kafka_fail "the Kafka process exited during startup"
+    (( SECONDS < deadline )) || kafka_fail "port $KAFKA_PORT not open after ${TIMEOUT}s"
+    sleep 0.5
+  done
+  # A metadata round trip through the real client: list topics.
+  while ! kafka_tool 30 org.apache.kafka.tools.TopicCommand \
+      --bootstrap-server "127.0.0.1:$KAFKA_PORT" \
+      --command-config "$RUN/kafka/tools-client.properties" --list \
+      >"$RUN/kafka/logs/check.log" 2>&1; do
+    kafka_running || kafka_fail "the Kafka process exited during startup"
+    (( SECONDS < deadline )) || { cat "$RUN/kafka/logs/check.log" >&2; kafka_fail "no answer to a topic listing after ${TIMEOUT}s"; }
+    sleep 1
+  done
+  log "Kafka answers on 127.0.0.1:$KAFKA_PORT"
+}
+
+# ------------------------------------------------------------------ MinIO ---
+start_minio() {
+  if minio_running; then return 0; fi
+  if tcp_open "$MINIO_PORT" || tcp_open "$MINIO_CONSOLE_PORT"; then
+    die "MinIO port $MINIO_PORT or $MINIO_CONSOLE_PORT is taken by another process"
+  fi
+  mkdir -p "$RUN/minio/data"
+  log "starting MinIO on 127.0.0.1:$MINIO_PORT (console 127.0.0.1:$MINIO_CONSOLE_PORT)"
+  spawn "$RUN/minio.pid" "$RUN/minio/minio.log" \
+    env MINIO_ROOT_USER="$MINIO_USER" MINIO_ROOT_PASSWORD="$MINIO_PASS" \
+    MINIO_UPDATE=off HOME="$RUN/minio" \
+    "$MINIO_HOME/bin/minio" server "$RUN/minio/data" \
+    --address "127.0.0.1:$MINIO_PORT" --console-address "127.0.0.1:$MINIO_CONSOLE_PORT" --anonymous
+}
+
+minio_fail() {
+  log "MinIO failed: $1"
+  log "--- tail of $RUN/minio/minio.log ---"
+  tail -n 40 "$RUN/minio/minio.log" >&2 2>/dev/null || true
+  exit 1
+}
+
+wait_minio() {
+  local deadline=$((SECONDS + TIMEOUT))
+  until curl -sf -o /dev/null --max-time 5 "http://127.0.0.1:$MINIO_PORT/minio/health/ready"; do
+    minio_running || minio_fail "the MinIO process exited during startup"
+    (( SECONDS < deadline )) || minio_fail "/minio/health/ready not OK after ${TIMEOUT}s"
+    sleep 0.5
+  done
+  log "MinIO answers on 127.0.0.1:$MINIO_PORT"
+}
+
+# ------------------------------------------------------------- run state ---
+load_ports() {
+  [[ -f "$RUN/ports" ]] || return 1
+  # shellcheck disable=SC1091
+  . "$RUN/ports"
+  [[ -n "${KAFKA_PORT:-}" && -n "${CONTROLLER_PORT:-}" && -n "${MINIO_PORT:-}" && -n "${MINIO_CONSOLE_PORT:-}" ]]
+}
+
+init_run_dir() {
+  local ports
+  rm -rf "$RUN"
+  mkdir -p "$RUN"
+  ports="$(pick_ports)"
+  read -r KAFKA_PORT CONTROLLER_PORT MINIO_PORT MINIO_CONSOLE_PORT <<<"$ports"
+  [[ -n "${MINIO_CONSOLE_PORT:-}" ]] || die "could not pick free ports"
+  write_kafka_config
+  format_kafka_storage
+  # ports last: a run dir with a ports file is complete
+  cat >"$RUN/ports" <<EOF
+KAFKA_PORT=$KAFKA_PORT
+CONTROLLER_PORT=$CONTROLLER_PORT
+MINIO_PORT=$MINIO_PORT
+MINIO_CONSOLE_PORT=$MINIO_CONSOLE_PORT
+EOF
+}
+
+write_env() {
+  cat >"$RUN/env.tmp" <<EOF
+KAFKA_BROKERS=127.0.0.1:$KAFKA_PORT
+S3_ENDPOINT=http://127.0.0.1:$MINIO_PORT
+AWS_ACCESS_KEY_ID=$MINIO_USER
+AWS_SECRET_ACCESS_KEY=$MINIO_PASS
+AWS_REGION=$S3_REGION
+INFRA_KAFKA_VERSION=$KAFKA_VERSION
+INFRA_MINIO_VERSION=$(cat "$MINIO_HOME/VERSION")
+EOF
+  mv "$RUN/env.tmp" "$RUN/env"
+}
+
+print_versions() {
+  local kver
+  kver="$(grep -o 'Kafka version: [^ ]*' "$RUN/kafka/logs/server.log" 2>/dev/null | tail -n 1 || true)"
+  log "Kafka: ${kver:-jar kafka_$SCALA_VERSION-$KAFKA_VERSION.jar} (KRaft, broker+controller)"
+  log "MinIO: module github.com/minio/minio $(cat "$MINIO_HOME/VERSION"); $("$MINIO_HOME/bin/minio" --version 2>/dev/null | head -n 1 || true)"
+}
+
+# -------------------------------------------------------------- commands ---
+cmd_up() {
+  need curl "used for the MinIO health check"
+  java_bin >/dev/null
+  install_kafka
+  install_minio
+  lock_run
+  if ! load_ports; then
+    init_run_dir
+    load_ports
+  elif kafka_running && minio_running \
+      && curl -sf -o /dev/null --max-time 5 "http://127.0.0.1:$MINIO_PORT/minio/health/ready" \
+      && tcp_open "$KAFKA_PORT" && [[ -f "$RUN/env" ]]; then
+    log "already up ($RUN)"
+    cat "$RUN/env"
+    return 0
+  fi
+  start_minio
+  start_kafka
+  wait_minio
+  wait_kafka
+  write_env
+  print_versions
+  log "up; env in $RUN/env"
+  cat "$RUN/env"
+}
+
+cmd_up_kafka() {
+  java_bin >/dev/null
+  install_kafka
+  lock_run
+  load_ports || die "no run state in $RUN (run 'up' first)"
+  if kafka_running; then
+    log "Kafka already running (pid $(kafka_pid))"
+  else
+    start_kafka
+  fi
+  wait_kafka
+  [[ -f "$RUN/env" ]] && cat "$RUN/env"
+}
+
+cmd_down_kafka() {
+  lock_run
+  load_ports || die "no run state in $RUN"
+  stop_pid Kafka "$RUN/kafka.pid" "$KAFKA_STOP_GRACE"
+  log "Kafka stopped; data and port $KAFKA_PORT kept (use up-kafka)"
+}
+
+cmd_down() {
+  lock_run
+  stop_pid Kafka "$RUN/kafka.pid" "$KAFKA_STOP_GRACE"
+  stop_pid MinIO "$RUN/minio.pid" "$MINIO_STOP_GRACE"
+  # Safety net for lost pid files: any process whose command line names a
+  # path in this run dir is one this script started.
+  local p
+  for p in /proc/[0-9]*; do
+    p="${p#/proc/}"
+    [[ "$p" == "$$" ]] && continue
+    if tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | grep -qF -- "$RUN/"; then
+      echo "$p" >"$RUN.stray.pid"
+      stop_pid "stray process" "$RUN.stray.pid" 5
+    fi
+  done
+  rm -f "$RUN.stray.pid"
+  rm -rf "$RUN"
+  log "down; removed $RUN (cache kept in $CACHE)"
+}
+
+cmd_status() {
+  local rc=0
+  if ! load_ports; then
+    log "not up (no run state in $RUN)"
+    return 1
+  fi
+  if kafka_running; then
+    if tcp_open "$KAFKA_PORT"; then
+      echo "kafka: running pid $(kafka_pid) on 127.0.0.1:$KAFKA_PORT (Kafka $KAFKA_VERSION)"
+    else
+      echo "kafka: process pid $(kafka_pid) running, port $KAFKA_PORT not open"
+      rc=1
+    fi
+  else
+    echo "kafka: stopped (port $KAFKA_PORT, data $RUN/kafka/data kept)"
+    rc=1
+  fi
+  if minio_running; then
+    if curl -sf -o /dev/null --max-time 5 "http://127.0.0.1:$MINIO_PORT/minio/health/ready"; then
+      echo "minio: running pid $(minio_pid) on 127.0.0.1:$MINIO_PORT (console 127.0.0.1:$MINIO_CONSOLE_PORT)"
+    else
+      echo "minio: process pid $(minio_pid) running, not ready on port $MINIO_PORT"
+      rc=1
+    fi
+  else
+    echo "minio: stopped (port $MINIO_PORT)"
+    rc=1
+  fi
+  return "$rc"
+}
+
+cmd_env() {
+  [[ -f "$RUN/env" ]] || die "no $RUN/env (run 'up' first)"
+  cat "$RUN/env"
+}
+
+case "${1:-}" in
+  up) cmd_up ;;
+  down) cmd_down ;;
+  status) cmd_status ;;
+  env) cmd_env ;;
+  up-kafka) cmd_up_kafka ;;
+  down-kafka) cmd_down_kafka ;;
+  *)
+    echo "usage: $0 up|down|status|env|up-kafka|down-kafka" >&2
+    exit 2
+    ;;
+esac

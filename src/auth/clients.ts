@@ -1,0 +1,98 @@
+import { readFileSync } from 'node:fs'
+import { Ajv } from 'ajv'
+import type { Database } from 'lmdb'
+import type { Logger } from 'pino'
+import type { StateStore } from '../storage/index.js'
+import { hashSecret, isSecretHash, verifySecret } from './secrets.js'
+
+export interface Client {
+  readonly client_id: string
+  readonly client_secret_hash: string
+  readonly audiences: readonly string[]
+  readonly scopes: readonly string[]
+  readonly tenant: string
+  readonly created_at?: string
+}
+
+const fileSchema = {
+  type: 'array',
+  items: {
+    type: 'object',
+    required: ['client_id', 'audiences', 'scopes'],
+    additionalProperties: false,
+    properties: {
+      client_id: { type: 'string', minLength: 1 },
+      client_secret: { type: 'string', minLength: 1 },
+      client_secret_hash: { type: 'string', minLength: 1 },
+      audiences: { type: 'array', items: { type: 'string', minLength: 1 } },
+      scopes: { type: 'array', items: { type: 'string', minLength: 1 } },
+      tenant: { type: 'string', minLength: 1 }
+    },
+    oneOf: [{ required: ['client_secret'] }, { required: ['client_secret_hash'] }]
+  }
+}
+const validateFile = new Ajv({ allErrors: true }).compile<Array<Omit<Client, 'client_secret_hash' | 'tenant'> & { client_secret?: string, client_secret_hash?: string, tenant?: string }>>(fileSchema)
+
+/**
+ * Clients from AUTH_CLIENTS_FILE (read once at start) and from LMDB (written by
+ * `gateway clients`, read on every login so a running service sees changes).
+ */
+export class ClientRegistry {
+  private readonly db: Database<Client, string>
+  private readonly fromFile = new Map<string, Client>()
+  /** Hash checked when the client_id is unknown, so a miss costs what a hit costs. */
+  private decoy = ''
+
+  constructor (state: StateStore) {
+    this.db = state.openDB<Client, string>({ name: 'auth-clients' })
+  }
+
+  async init (file: string | undefined, log: Logger): Promise<void> {
+    this.decoy = await hashSecret('decoy')
+    if (!file) return
+    let entries: unknown
+    try {
+      entries = JSON.parse(readFileSync(file, 'utf8'))
+    } catch (err) {
+      throw new Error(`AUTH_CLIENTS_FILE ${file}: ${(err as Error).message}`)
+    }
+    if (!validateFile(entries)) {
+      const first = validateFile.errors?.[0]
+      throw new Error(`AUTH_CLIENTS_FILE ${file}: ${first?.instancePath || '/'} ${first?.message ?? 'invalid'}`)
+    }
+    for (const e of entries) {
+      let hash = e.client_secret_hash
+      if (hash !== undefined && !isSecretHash(hash)) throw new Error(`AUTH_CLIENTS_FILE ${file}: client ${e.client_id} has a malformed client_secret_hash`)
+      if (hash === undefined) {
+        log.warn({ client_id: e.client_id }, 'AUTH_CLIENTS_FILE holds a plain client_secret; use client_secret_hash outside development')
+        hash = await hashSecret(e.client_secret!)
+      }
+      this.fromFile.set(e.client_id, { client_id: e.client_id, client_secret_hash: hash, audiences: e.audiences, scopes: e.scopes, tenant: e.tenant ?? e.client_id })
+    }
+  }
+
+  get (clientId: string): Client | undefined {
+    return this.db.get(clientId) ?? this.fromFile.get(clientId)
+  }
+
+  /** The client when the secret matches, else undefined; same work either way. */
+  async authenticate (clientId: string, secret: string): Promise<Client | undefined> {
+    const client = this.get(clientId)
+    const ok = await verifySecret(client?.client_secret_hash ?? this.decoy, secret)
+    return ok && client ? client : undefined
+  }
+
+  list (): Client[] {
+    const stored = [...this.db.getRange()].map(e => e.value)
+    const ids = new Set(stored.map(c => c.client_id))
+    return [...stored, ...[...this.fromFile.values()].filter(c => !ids.has(c.client_id))]
+  }
+
+  async put (client: Client): Promise<void> {
+    await this.db.put(client.client_id, client)
+  }
+
+  async remove (clientId: string): Promise<boolean> {
+    return this.db.remove(clientId)
+  }
+}

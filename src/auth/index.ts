@@ -1,0 +1,7 @@
+export { AuthService } from './service.js'
+export { ClientRegistry, type Client } from './clients.js'
+export { KeyStore } from './keys.js'
+export { TokenVerifier, issueToken, type TokenClaims, type IssuedToken } from './tokens.js'
+export { generateSecret, hashSecret, verifySecret } from './secrets.js'
+export { FailureLimiter } from './rate-limit.js'
+export { parseLoginRequest } from './login-request.js'

@@ -1,0 +1,41 @@
+import { randomBytes, scrypt as scryptCb, timingSafeEqual, type ScryptOptions } from 'node:crypto'
+
+const scrypt = (secret: string, salt: Buffer, keylen: number, options: ScryptOptions): Promise<Buffer> =>
+  new Promise((resolve, reject) => scryptCb(secret, salt, keylen, options, (err, key) => err ? reject(err) : resolve(key)))
+
+const N = 16384
+const R = 8
+const P = 1
+const KEYLEN = 32
+
+/** A new client secret: 32 random bytes, base64url. */
+export function generateSecret (): string {
+  return randomBytes(32).toString('base64url')
+}
+
+/** `scrypt$N$r$p$salt$hash`, the form the CLI prints and AUTH_CLIENTS_FILE takes. */
+export async function hashSecret (secret: string): Promise<string> {
+  const salt = randomBytes(16)
+  const hash = await scrypt(secret, salt, KEYLEN, { N, r: R, p: P })
+  return ['scrypt', N, R, P, salt.toString('base64url'), hash.toString('base64url')].join('$')
+}
+
+export function isSecretHash (value: string): boolean {
+  return parse(value) !== undefined
+}
+
+function parse (stored: string): { n: number, r: number, p: number, salt: Buffer, hash: Buffer } | undefined {
+  const parts = stored.split('$')
+  if (parts.length !== 6 || parts[0] !== 'scrypt') return undefined
+  const [n, r, p] = parts.slice(1, 4).map(Number) as [number, number, number]
+  if (![n, r, p].every(Number.isInteger)) return undefined
+  return { n, r, p, salt: Buffer.from(parts[4]!, 'base64url'), hash: Buffer.from(parts[5]!, 'base64url') }
+}
+
+/** Compares in constant time; the scrypt cost itself is the same for a match and a miss. */
+export async function verifySecret (stored: string, secret: string): Promise<boolean> {
+  const h = parse(stored)
+  if (!h) return false
+  const derived = await scrypt(secret, h.salt, h.hash.length, { N: h.n, r: h.r, p: h.p })
+  return derived.length === h.hash.length && timingSafeEqual(derived, h.hash)
+}

@@ -1,0 +1,118 @@
+import { randomUUID } from 'node:crypto'
+import { SignJWT, jwtVerify, createRemoteJWKSet, decodeJwt, errors as joseErrors, type JWTPayload, type JWTVerifyGetKey } from 'jose'
+import { GatewayError } from '../http/index.js'
+import type { Client } from './clients.js'
+import type { KeyStore } from './keys.js'
+
+export interface IssuedToken {
+  access_token: string
+  token_type: 'Bearer'
+  expires_in: number
+  scope: string
+}
+
+export interface TokenClaims extends JWTPayload {
+  client_id: string
+  scope: string
+  tenant: string
+}
+
+export async function issueToken (keys: KeyStore, client: Client, audience: string, issuer: string, ttlS: number): Promise<IssuedToken> {
+  const { kid, privateKey } = keys.current
+  const scope = client.scopes.join(' ')
+  const accessToken = await new SignJWT({ client_id: client.client_id, scope, tenant: client.tenant })
+    .setProtectedHeader({ alg: 'RS256', kid, typ: 'JWT' })
+    .setIssuer(issuer)
+    .setSubject(client.client_id)
+    .setAudience(audience)
+    .setIssuedAt()
+    .setExpirationTime(`${ttlS}s`)
+    .setJti(randomUUID())
+    .sign(privateKey)
+  return { access_token: accessToken, token_type: 'Bearer', expires_in: ttlS, scope }
+}
+
+export interface VerifierOptions {
+  issuer: string
+  audiences: readonly string[]
+  /** A second accepted issuer with its remote key set (IDP_ISSUER / IDP_JWKS_URL). */
+  external?: { issuer: string, jwksUrl: string } | undefined
+  /** Verified tokens remembered; each entry still expires with its token. */
+  cacheSize?: number
+}
+
+const BEARER = /^Bearer +(\S+) *$/i
+
+/**
+ * Checks bearer tokens on the ingest routes: signature, issuer, audience,
+ * expiry, then the route's scope. Verified tokens are cached by their exact
+ * text until they expire, since a device sends the same token thousands of
+ * times and RS256 verification would otherwise dominate a small request.
+ */
+export class TokenVerifier {
+  private readonly ownKeys: JWTVerifyGetKey
+  private readonly externalKeys: JWTVerifyGetKey | undefined
+  private readonly cache = new Map<string, TokenClaims>()
+  private readonly cacheSize: number
+
+  constructor (keys: KeyStore, private readonly options: VerifierOptions) {
+    this.ownKeys = async header => {
+      const key = header.kid === undefined ? undefined : keys.publicKey(header.kid)
+      if (!key) throw new joseErrors.JWKSNoMatchingKey()
+      return key
+    }
+    this.externalKeys = options.external ? createRemoteJWKSet(new URL(options.external.jwksUrl), { cooldownDuration: 30_000 }) : undefined
+    this.cacheSize = options.cacheSize ?? 10_000
+  }
+
+  /** Resolves the claims, or throws 401 (no/invalid/expired token) or 403 (scope missing). */
+  async verify (authorization: string | undefined, scope: string): Promise<TokenClaims> {
+    const token = authorization === undefined ? undefined : BEARER.exec(authorization)?.[1]
+    if (!token) throw unauthorized('missing bearer token')
+    let claims = this.cache.get(token)
+    if (claims && (claims.exp ?? 0) * 1000 <= Date.now()) {
+      this.cache.delete(token)
+      claims = undefined
+    }
+    if (!claims) {
+      claims = await this.verifySignature(token)
+      if (this.cache.size >= this.cacheSize) this.cache.delete(this.cache.keys().next().value!)
+      this.cache.set(token, claims)
+    }
+    if (!claims.scope.split(' ').includes(scope)) {
+      throw new GatewayError('forbidden', `token lacks scope ${scope}`, { details: { authorization: `scope ${scope} required` } })
+    }
+    return claims
+  }
+
+  private async verifySignature (token: string): Promise<TokenClaims> {
+    let issuer: unknown
+    try {
+      issuer = decodeJwt(token).iss
+    } catch {
+      throw unauthorized('malformed token')
+    }
+    const external = this.options.external
+    const useExternal = external !== undefined && issuer === external.issuer
+    try {
+      const { payload } = await jwtVerify(token, useExternal ? this.externalKeys! : this.ownKeys, {
+        issuer: useExternal ? external.issuer : this.options.issuer,
+        audience: [...this.options.audiences],
+        algorithms: ['RS256'],
+        requiredClaims: ['exp']
+      })
+      const clientId = typeof payload['client_id'] === 'string' ? payload['client_id'] : payload.sub
+      if (typeof clientId !== 'string' || clientId === '') throw unauthorized('token has no client_id or sub')
+      const tenant = typeof payload['tenant'] === 'string' ? payload['tenant'] : clientId
+      const scope = typeof payload['scope'] === 'string' ? payload['scope'] : ''
+      return { ...payload, client_id: clientId, tenant, scope }
+    } catch (err) {
+      if (err instanceof GatewayError) throw err
+      throw unauthorized(err instanceof joseErrors.JWTExpired ? 'token expired' : 'invalid token', err)
+    }
+  }
+}
+
+function unauthorized (message: string, cause?: unknown): GatewayError {
+  return new GatewayError('unauthorized', message, { headers: { 'www-authenticate': 'Bearer' }, cause })
+}

@@ -1,0 +1,3 @@
+export { LocalBus } from './local.js'
+export type { Bus, BusMessage, StoredMessage } from './types.js'
+export { createBus } from './create.js'

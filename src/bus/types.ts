@@ -1,0 +1,24 @@
+export interface BusMessage {
+  key: string
+  value: Buffer | string
+  headers: Record<string, string>
+}
+
+export interface StoredMessage extends BusMessage {
+  topic: string
+  offset: number
+  timestamp: number
+}
+
+/**
+ * Where records go. `publish` resolves only when the messages are durable
+ * (broker acks = all, or committed to the local log), in order per key.
+ */
+export interface Bus {
+  readonly kind: 'local' | 'kafka'
+  start(): Promise<void>
+  publish(topic: string, messages: BusMessage[]): Promise<void>
+  /** Throws when the bus cannot take messages now (readiness). */
+  probe(): Promise<void>
+  close(): Promise<void>
+}

@@ -1,0 +1,75 @@
+import { parseArgs } from 'node:util'
+import { ClientRegistry, generateSecret, hashSecret } from '../auth/index.js'
+import type { Config } from '../config/index.js'
+import { openState } from '../storage/index.js'
+
+const USAGE = `usage:
+  gateway clients add <client_id> --audience A [--audience B] --scope S [--scope T] [--tenant T]
+  gateway clients list
+  gateway clients remove <client_id>
+  gateway clients rotate <client_id>
+  gateway clients hash            (reads a secret on stdin, prints its client_secret_hash)`
+
+export class UsageError extends Error {
+  constructor (usage: string) {
+    super(usage)
+    this.name = 'UsageError'
+  }
+}
+
+/** `gateway clients ...`: manages clients in LMDB; a new secret is printed once and never stored. */
+export async function clientsCommand (config: Config, argv: string[], out: (line: string) => void): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: { audience: { type: 'string', multiple: true }, scope: { type: 'string', multiple: true }, tenant: { type: 'string' } }
+  })
+  const [action, clientId] = positionals
+  if (action === 'hash') {
+    const secret = (await readStdin()).trim()
+    if (!secret) throw new Error('no secret on stdin')
+    out(await hashSecret(secret))
+    return 0
+  }
+  if (action !== 'list' && !clientId) throw new UsageError(USAGE)
+  const state = openState(config.dataDir)
+  const registry = new ClientRegistry(state)
+  try {
+    switch (action) {
+      case 'add': {
+        if (!values.audience?.length || !values.scope?.length) throw new UsageError(USAGE)
+        if (registry.get(clientId!)) throw new Error(`client ${clientId} exists; use rotate for a new secret`)
+        const secret = generateSecret()
+        const tenant = values.tenant ?? clientId!
+        await registry.put({ client_id: clientId!, client_secret_hash: await hashSecret(secret), audiences: values.audience, scopes: values.scope, tenant, created_at: new Date().toISOString() })
+        out(JSON.stringify({ client_id: clientId, client_secret: secret, audiences: values.audience, scopes: values.scope, tenant }))
+        return 0
+      }
+      case 'list':
+        for (const c of registry.list()) out(JSON.stringify({ client_id: c.client_id, audiences: c.audiences, scopes: c.scopes, tenant: c.tenant, created_at: c.created_at }))
+        return 0
+      case 'remove':
+        if (!await registry.remove(clientId!)) throw new Error(`no client ${clientId} in ${config.dataDir}`)
+        out(JSON.stringify({ removed: clientId }))
+        return 0
+      case 'rotate': {
+        const existing = registry.get(clientId!)
+        if (!existing) throw new Error(`no client ${clientId} in ${config.dataDir}`)
+        const secret = generateSecret()
+        await registry.put({ ...existing, client_secret_hash: await hashSecret(secret) })
+        out(JSON.stringify({ client_id: clientId, client_secret: secret }))
+        return 0
+      }
+      default:
+        throw new UsageError(USAGE)
+    }
+  } finally {
+    await state.close()
+  }
+}
+
+async function readStdin (): Promise<string> {
+  const chunks: Buffer[] = []
+  for await (const c of process.stdin) chunks.push(c as Buffer)
+  return Buffer.concat(chunks).toString('utf8')
+}

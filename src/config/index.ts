@@ -1,0 +1,2 @@
+export { loadConfig, ConfigError, camelName, type Config } from './load.js'
+export { variables, ownedPrefixes, type Variable } from './variables.js'

@@ -1,0 +1,138 @@
+import { Ajv } from 'ajv'
+import { variables, ownedPrefixes, type Variable } from './variables.js'
+
+type CamelTail<S extends string> = S extends `${infer H}_${infer T}`
+  ? `${Capitalize<Lowercase<H>>}${CamelTail<T>}`
+  : Capitalize<Lowercase<S>>
+type Camel<S extends string> = S extends `${infer H}_${infer T}` ? `${Lowercase<H>}${CamelTail<T>}` : Lowercase<S>
+
+type ValueOf<V extends Variable> = V['type'] extends 'integer' ? number
+  : V['type'] extends 'boolean' ? boolean
+    : V['type'] extends 'list' ? readonly string[]
+      : string
+
+type Vars = (typeof variables)[number]
+
+/** The frozen configuration: one camelCase key per variable (`TELEMETRY_BATCH_MAX` → `telemetryBatchMax`). */
+export type Config = {
+  readonly [V in Vars as Camel<V['name']>]: V extends { default: Variable['default'] } ? ValueOf<V> : ValueOf<V> | undefined
+}
+
+export class ConfigError extends Error {
+  readonly code = 'config_invalid'
+  constructor (message: string) {
+    super(message)
+    this.name = 'ConfigError'
+  }
+}
+
+export function camelName (name: string): string {
+  return name.toLowerCase().replace(/_([a-z0-9])/g, (_, c: string) => c.toUpperCase())
+}
+
+const TRUE = new Set(['true', '1', 'yes', 'on'])
+const FALSE = new Set(['false', '0', 'no', 'off'])
+
+function toJsonValue (v: Variable, raw: string): unknown {
+  switch (v.type) {
+    case 'integer': return /^-?\d+$/.test(raw.trim()) ? Number(raw) : raw
+    case 'boolean': {
+      const s = raw.trim().toLowerCase()
+      return TRUE.has(s) ? true : FALSE.has(s) ? false : raw
+    }
+    case 'list': return raw.split(',').map(s => s.trim()).filter(s => s !== '')
+    default: return raw
+  }
+}
+
+function propertySchema (v: Variable): object {
+  switch (v.type) {
+    case 'integer': return { type: 'integer', minimum: v.minimum, maximum: v.maximum }
+    case 'boolean': return { type: 'boolean' }
+    case 'list': return { type: 'array', items: v.enum ? { enum: v.enum } : { type: 'string', minLength: 1 } }
+    case 'url': return { type: 'string', pattern: '^(https?|s3)://[^\\s]+$' }
+    default: return v.enum ? { enum: v.enum } : { type: 'string' }
+  }
+}
+
+const schema = {
+  type: 'object',
+  additionalProperties: false,
+  properties: Object.fromEntries(variables.map(v => [v.name, propertySchema(v)]))
+}
+const validate = new Ajv({ allErrors: true, strict: true }).compile(schema)
+
+function closest (name: string): string | undefined {
+  let best: string | undefined
+  let bestDistance = 3
+  for (const v of variables) {
+    const d = editDistance(name, v.name)
+    if (d < bestDistance) { best = v.name; bestDistance = d }
+  }
+  return best
+}
+
+function editDistance (a: string, b: string): number {
+  const row = Array.from({ length: b.length + 1 }, (_, i) => i)
+  for (let i = 1; i <= a.length; i++) {
+    let diag = row[0]!
+    row[0] = i
+    for (let j = 1; j <= b.length; j++) {
+      const up = row[j]!
+      row[j] = Math.min(up + 1, row[j - 1]! + 1, diag + (a[i - 1] === b[j - 1] ? 0 : 1))
+      diag = up
+    }
+  }
+  return row[b.length]!
+}
+
+function crossChecks (c: Config): string[] {
+  const problems: string[] = []
+  if (c.svcHarnessAuthEnabled) {
+    for (const name of ['IDP_ISSUER', 'IDP_JWKS_URL', 'IDP_RS256_AUDIENCE'] as const) {
+      if (!c[camelName(name) as keyof Config]) problems.push(`${name} is required when SVC_HARNESS_AUTH_ENABLED=true`)
+    }
+  }
+  if (c.bus === 'kafka' && (c.kafkaBrokers?.length ?? 0) === 0) problems.push('KAFKA_BROKERS is required when BUS=kafka')
+  if (c.kafkaSaslMechanism && (!c.kafkaUsername || !c.kafkaPassword)) {
+    problems.push('KAFKA_USERNAME and KAFKA_PASSWORD are required when KAFKA_SASL_MECHANISM is set')
+  }
+  return problems
+}
+
+/**
+ * Reads the environment once. Fails with every problem named at once, so an
+ * operator fixes a deployment in one pass rather than one restart per typo.
+ */
+export function loadConfig (env: NodeJS.ProcessEnv = process.env): Config {
+  const problems: string[] = []
+  const input: Record<string, unknown> = {}
+  const known = new Map<string, Variable>(variables.map(v => [v.name, v]))
+
+  for (const [name, raw] of Object.entries(env)) {
+    if (raw === undefined) continue
+    const v = known.get(name)
+    if (v) {
+      if (raw !== '') input[name] = toJsonValue(v, raw)
+    } else if (ownedPrefixes.some(p => name.startsWith(p))) {
+      const hint = closest(name)
+      problems.push(`unknown variable ${name}${hint ? ` (did you mean ${hint}?)` : ''}`)
+    }
+  }
+
+  if (!validate(input)) {
+    for (const e of validate.errors ?? []) {
+      const name = e.instancePath.split('/')[1] ?? ''
+      problems.push(`${name}=${JSON.stringify(env[name])}: ${e.message ?? 'invalid'}`)
+    }
+  }
+
+  const config: Record<string, unknown> = {}
+  for (const v of variables) {
+    const value = input[v.name] ?? ('default' in v ? v.default : undefined)
+    config[camelName(v.name)] = Array.isArray(value) ? Object.freeze([...value]) : value
+  }
+  if (problems.length === 0) problems.push(...crossChecks(config as Config))
+  if (problems.length > 0) throw new ConfigError(`invalid configuration:\n  - ${problems.join('\n  - ')}`)
+  return Object.freeze(config) as Config
+}

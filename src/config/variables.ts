@@ -1,0 +1,102 @@
+/**
+ * Every environment variable the gateway reads, in one table. The ajv schema,
+ * the defaults and the README's configuration table are all derived from (or
+ * checked against) this list, so they cannot drift apart.
+ */
+export type VariableType = 'string' | 'integer' | 'boolean' | 'list' | 'url'
+
+export interface Variable {
+  readonly name: string
+  readonly type: VariableType
+  readonly default?: string | number | boolean | readonly string[]
+  readonly enum?: readonly string[]
+  readonly minimum?: number
+  readonly maximum?: number
+  readonly description: string
+}
+
+const KiB = 1024
+const MiB = 1024 * KiB
+
+export const variables = [
+  // Processes and ports
+  { name: 'ROLES', type: 'list', default: ['auth', 'ingest', 'frontdoor', 'harness'], enum: ['auth', 'ingest', 'frontdoor', 'harness'], description: 'roles this process runs (comma-separated)' },
+  { name: 'PORT', type: 'integer', default: 8080, minimum: 0, maximum: 65535, description: 'login, ingest, front door, JWKS, health and metrics' },
+  { name: 'HARNESS_PORT', type: 'integer', default: 8081, minimum: 0, maximum: 65535, description: 'harness routes (/runs*, /health, /health/ready)' },
+  { name: 'HOST', type: 'string', default: '127.0.0.1', description: 'listen address (0.0.0.0 in the container)' },
+  { name: 'DATA_DIR', type: 'string', default: './data', description: 'LMDB environment, filesystem objects, local bus log' },
+  { name: 'LOG_LEVEL', type: 'string', default: 'info', enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], description: 'pino level; JSON lines on stdout' },
+  { name: 'SHUTDOWN_TIMEOUT_MS', type: 'integer', default: 10000, minimum: 0, description: 'how long SIGTERM waits for in-flight requests' },
+  { name: 'UWS_ALLOW_FALLBACK', type: 'boolean', default: false, description: 'start even on the slow uWS Node emulation (never for figures)' },
+
+  // Login
+  { name: 'AUTH_CLIENTS_FILE', type: 'string', description: 'JSON array of clients (see docs/auth.md)' },
+  { name: 'AUTH_SIGNING_KEY_FILE', type: 'string', description: 'PKCS#8 PEM RSA key to sign with instead of the generated one' },
+  { name: 'AUTH_ISSUER', type: 'string', default: 'http://127.0.0.1:8080/', description: '`iss` of issued tokens' },
+  { name: 'AUTH_AUDIENCE', type: 'list', default: ['evidence-gateway'], description: 'audiences the ingest routes accept' },
+  { name: 'AUTH_TOKEN_TTL_S', type: 'integer', default: 86400, minimum: 60, description: 'token validity' },
+  { name: 'AUTH_KEY_ROTATION_S', type: 'integer', default: 2592000, minimum: 60, description: 'age at which the signing key is replaced' },
+  { name: 'AUTH_MAX_FAILURES', type: 'integer', default: 10, minimum: 1, description: 'failed logins per client_id or address before 429' },
+  { name: 'AUTH_FAILURE_WINDOW_S', type: 'integer', default: 300, minimum: 1, description: 'window of the failed-login count' },
+
+  // Bus
+  { name: 'BUS', type: 'string', default: 'local', enum: ['local', 'kafka'], description: '`local` (durable LMDB log) or `kafka`' },
+  { name: 'KAFKA_BROKERS', type: 'list', description: 'host:port list; Redpanda and Apache Kafka alike' },
+  { name: 'KAFKA_CLIENT_ID', type: 'string', default: 'evidence-gateway', description: 'Kafka client id' },
+  { name: 'KAFKA_SASL_MECHANISM', type: 'string', enum: ['plain', 'scram-sha-256', 'scram-sha-512'], description: 'SASL mechanism' },
+  { name: 'KAFKA_USERNAME', type: 'string', description: 'SASL user' },
+  { name: 'KAFKA_PASSWORD', type: 'string', description: 'SASL password' },
+  { name: 'KAFKA_TLS', type: 'boolean', default: false, description: 'TLS to the brokers' },
+  { name: 'KAFKA_TOPIC_PARTITIONS', type: 'integer', default: 6, minimum: 1, description: 'partitions of topics the gateway creates' },
+  { name: 'TOPIC_TELEMETRY', type: 'string', default: 'asset.telemetry.v1', description: 'telemetry topic, key `asset_id`' },
+  { name: 'TOPIC_EVIDENCE', type: 'string', default: 'stream.events.v1', description: 'evidence topic, key `client_id/device_id`' },
+  { name: 'TOPIC_RUNS', type: 'string', default: 'harness.runs.v1', description: 'run transitions, key `run_id`' },
+
+  // Telemetry
+  { name: 'TELEMETRY_BATCH_MAX', type: 'integer', default: 500, minimum: 1, description: 'records per batch' },
+  { name: 'TELEMETRY_LINGER_MS', type: 'integer', default: 5, minimum: 0, description: 'longest wait before a partial batch leaves' },
+  { name: 'TELEMETRY_PUBLISH_TIMEOUT_MS', type: 'integer', default: 10000, minimum: 1, description: 'publish deadline before 500' },
+  { name: 'TELEMETRY_MAX_PENDING', type: 'integer', default: 20000, minimum: 1, description: 'records awaiting acknowledgment before 503' },
+  { name: 'TELEMETRY_MAX_BODY', type: 'integer', default: MiB, minimum: 1, description: 'largest telemetry body in bytes (413 past it)' },
+
+  // Storage
+  { name: 'STORAGE', type: 'string', default: 'fs', enum: ['fs', 's3'], description: '`fs` (DATA_DIR/objects) or `s3`' },
+  { name: 'S3_ENDPOINT', type: 'url', description: 'S3 API endpoint (MinIO, Ceph, R2); AWS when unset' },
+  { name: 'S3_REGION', type: 'string', default: 'us-east-1', description: 'S3 region' },
+  { name: 'S3_BUCKET', type: 'string', default: 'evidence', description: 'bucket for evidence objects' },
+  { name: 'S3_FORCE_PATH_STYLE', type: 'boolean', default: false, description: 'path-style addressing (MinIO)' },
+  { name: 'S3_PART_SIZE', type: 'integer', default: 8 * MiB, minimum: 5 * MiB, description: 'multipart part size in bytes' },
+  { name: 'S3_QUEUE_SIZE', type: 'integer', default: 4, minimum: 1, description: 'parts in flight per upload' },
+
+  // Evidence
+  { name: 'EVIDENCE_MAX_BYTES', type: 'integer', default: 268435456, minimum: 1, description: 'largest request (413 `payload_too_large`)' },
+  { name: 'EVIDENCE_MAX_MEDIA', type: 'integer', default: 32, minimum: 0, description: 'media parts per request' },
+  { name: 'EVIDENCE_EVENT_TYPES', type: 'list', default: [], description: 'event types allowed beyond the built-in allowlist' },
+  { name: 'EVIDENCE_PLAYBACK_BASE_URL', type: 'url', description: 'adds `playback_url` to published media' },
+  { name: 'IDEMPOTENCY_TTL_S', type: 'integer', default: 86400, minimum: 1, description: 'how long an event_id is remembered' },
+
+  // Harness
+  { name: 'SVC_HARNESS_AUTH_ENABLED', type: 'boolean', default: false, description: 'gate /runs* on an RS256 bearer token' },
+  { name: 'IDP_ISSUER', type: 'string', description: '`iss` the harness (and ingest) accept' },
+  { name: 'IDP_JWKS_URL', type: 'url', description: 'RS256 public key set of that issuer' },
+  { name: 'IDP_RS256_AUDIENCE', type: 'string', description: '`aud` the harness requires' },
+  { name: 'HARNESS_SYNC_TIMEOUT_MS', type: 'integer', default: 30000, minimum: 1, description: '`POST /runs` answers 202 past this' },
+  { name: 'HARNESS_RETENTION_S', type: 'integer', default: 604800, minimum: 1, description: 'how long terminal runs are kept' },
+  { name: 'HARNESS_HEARTBEAT_MS', type: 'integer', default: 15000, minimum: 100, description: 'SSE comment interval' },
+  { name: 'HARNESS_SSE_BUFFER', type: 'integer', default: 256 * KiB, minimum: 1024, description: 'bytes queued per slow subscriber before it is closed' },
+  { name: 'HARNESS_LLM_URL', type: 'url', description: 'OpenAI-compatible base URL for `agentic` runs' },
+  { name: 'HARNESS_LLM_MODEL', type: 'string', default: 'gpt-4o-mini', description: 'model name sent to it' },
+  { name: 'HARNESS_LLM_API_KEY', type: 'string', description: 'bearer key sent to it' },
+
+  // Front door
+  { name: 'HARNESS_URL', type: 'url', description: 'where the front door forwards (default the local harness)' },
+  { name: 'FRONTDOOR_JWKS_URL', type: 'url', description: 'RS256 key set for user tokens (default this service\'s)' },
+  { name: 'FRONTDOOR_HS256_SECRET', type: 'string', description: 'shared secret for service (HS256) tokens' },
+  { name: 'ORGS_FILE', type: 'string', description: 'JSON: org slug → tenant and members' }
+] as const satisfies readonly Variable[]
+
+/** Prefixes we own: an unknown variable under one of them is a typo, and fatal. */
+export const ownedPrefixes: readonly string[] = [
+  'AUTH_', 'BUS_', 'KAFKA_', 'TOPIC_', 'TELEMETRY_', 'STORAGE_', 'S3_', 'EVIDENCE_',
+  'IDEMPOTENCY_', 'HARNESS_', 'SVC_HARNESS_', 'IDP_', 'FRONTDOOR_', 'ORGS_', 'SHUTDOWN_', 'GATEWAY_'
+]

@@ -1,0 +1,130 @@
+import { randomUUID } from 'node:crypto'
+import type { HttpResponse, HttpRequest } from 'uWebSockets.js'
+import { BodyAbortedError, type BodyStream } from './body.js'
+import { statusLine } from './status.js'
+
+export type Headers = Readonly<Record<string, string>>
+
+export interface Reply {
+  status: number
+  body?: unknown
+  headers?: Record<string, string>
+}
+
+const REQUEST_ID = /^[\x21-\x7e]{1,200}$/
+
+/** Status logged for a request whose client went away before the answer. */
+export const CLIENT_CLOSED = 499
+
+/**
+ * One request. Everything uWS gives on the stack (method, url, headers) is
+ * copied here in the synchronous part of the handler, because HttpRequest is
+ * gone after the first await.
+ */
+export class RequestContext {
+  readonly method: string
+  readonly path: string
+  readonly query: string
+  readonly headers: Headers
+  readonly requestId: string
+  readonly remoteAddress: string
+  readonly startedAt = performance.now()
+  params: Record<string, string> = {}
+  route = 'unmatched'
+  quiet = false
+  body: unknown = undefined
+  stream: BodyStream | undefined = undefined
+  private state: 'open' | 'streaming' | 'done' | 'aborted' = 'open'
+  private streamStatus = 200
+  private controller: AbortController | undefined
+  private readonly abortHandlers: Array<() => void> = []
+
+  constructor (readonly res: HttpResponse, req: HttpRequest, private readonly onFinish: (ctx: RequestContext, status: number) => void) {
+    this.method = req.getCaseSensitiveMethod()
+    this.path = req.getUrl()
+    this.query = req.getQuery() ?? ''
+    const headers: Record<string, string> = Object.create(null)
+    req.forEach((k, v) => { headers[k] = v })
+    this.headers = headers
+    const given = headers['x-request-id']
+    this.requestId = given !== undefined && REQUEST_ID.test(given) ? given : randomUUID()
+    this.remoteAddress = Buffer.from(res.getRemoteAddressAsText()).toString()
+  }
+
+  get aborted (): boolean {
+    return this.state === 'aborted'
+  }
+
+  /** True while the response can still be written. */
+  get live (): boolean {
+    return this.state === 'open' || this.state === 'streaming'
+  }
+
+  /** Aborted when the client disconnects; pass it to any work the request starts. */
+  get signal (): AbortSignal {
+    this.controller ??= new AbortController()
+    if (this.aborted) this.controller.abort()
+    return this.controller.signal
+  }
+
+  onAbort (handler: () => void): void {
+    this.abortHandlers.push(handler)
+  }
+
+  /** Wired to uWS onAborted. */
+  abort (): void {
+    if (!this.live) return
+    this.state = 'aborted'
+    this.stream?.destroy(new BodyAbortedError())
+    this.controller?.abort()
+    for (const h of this.abortHandlers) h()
+    this.onFinish(this, CLIENT_CLOSED)
+  }
+
+  send (status: number, body?: unknown, headers?: Record<string, string>, closeConnection = false): void {
+    if (this.state !== 'open') return
+    this.state = 'done'
+    let payload: string | Buffer | undefined
+    let contentType: string | undefined
+    if (body === undefined) payload = undefined
+    else if (typeof body === 'string') { payload = body; contentType = 'text/plain; charset=utf-8' } else if (Buffer.isBuffer(body)) payload = body
+    else { payload = JSON.stringify(body); contentType = 'application/json' }
+    this.res.cork(() => {
+      this.res.writeStatus(statusLine(status)).writeHeader('x-request-id', this.requestId)
+      if (contentType !== undefined && headers?.['content-type'] === undefined) this.res.writeHeader('content-type', contentType)
+      if (headers) for (const k in headers) this.res.writeHeader(k, headers[k]!)
+      this.res.end(payload, closeConnection)
+    })
+    this.onFinish(this, status)
+  }
+
+  /** Starts a streamed response (SSE, proxy). Follow with write() and end(). */
+  writeHead (status: number, headers: Record<string, string>): void {
+    if (this.state !== 'open') return
+    this.state = 'streaming'
+    this.streamStatus = status
+    this.res.cork(() => {
+      this.res.writeStatus(statusLine(status)).writeHeader('x-request-id', this.requestId)
+      for (const k in headers) this.res.writeHeader(k, headers[k]!)
+    })
+  }
+
+  /** Writes a chunk; false means the socket is backed up: wait for onWritable. */
+  write (chunk: string | Buffer): boolean {
+    if (this.state !== 'streaming') return false
+    let ok = false
+    this.res.cork(() => { ok = this.res.write(chunk) })
+    return ok
+  }
+
+  onWritable (handler: () => boolean): void {
+    this.res.onWritable(() => this.live ? handler() : true)
+  }
+
+  end (chunk?: string | Buffer): void {
+    if (this.state !== 'streaming') return
+    this.state = 'done'
+    this.res.cork(() => { this.res.end(chunk) })
+    this.onFinish(this, this.streamStatus)
+  }
+}

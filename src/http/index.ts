@@ -1,0 +1,8 @@
+export { HttpServer, type Route, type Handler, type HttpServerOptions } from './server.js'
+export { RequestContext, CLIENT_CLOSED, type Reply, type Headers } from './context.js'
+export { GatewayError, isGatewayError, toGatewayError, errorStatus, type ErrorCode } from './errors.js'
+export { errorBody, type ErrorDialect } from './error-bodies.js'
+export { Router } from './router.js'
+export { BodyStream, BodyAbortedError, copyChunk } from './body.js'
+export { loadUws, UwsFallbackError } from './uws.js'
+export { statusLine } from './status.js'

@@ -1,0 +1,203 @@
+import type * as UWS from 'uWebSockets.js'
+import type { Logger } from 'pino'
+import { Counter, Histogram, type Registry } from 'prom-client'
+import { BodyStream, collectBody } from './body.js'
+import { RequestContext, type Reply } from './context.js'
+import { GatewayError, toGatewayError } from './errors.js'
+import { errorBody, type ErrorDialect } from './error-bodies.js'
+import { Router } from './router.js'
+
+export type Handler = (ctx: RequestContext) => Reply | undefined | Promise<Reply | undefined>
+
+export interface Route {
+  method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'OPTIONS' | 'HEAD'
+  /** `{name}` marks a parameter; a trailing `*` captures the rest; `:` is literal. */
+  path: string
+  /** `json`: read whole (up to bodyLimit) before the handler; `stream`: ctx.stream. */
+  body?: 'none' | 'json' | 'stream'
+  bodyLimit?: number
+  errors?: ErrorDialect
+  /** Written to the access log at debug instead of info (health probes). */
+  quiet?: boolean
+  handler: Handler
+}
+
+export interface HttpServerOptions {
+  name: string
+  logger: Logger
+  registry: Registry
+  uws: typeof UWS
+  defaultBodyLimit?: number
+  /** Bytes a streamed body may queue before the socket is paused. */
+  streamHighWaterMark?: number
+}
+
+const DEFAULT_BODY_LIMIT = 1024 * 1024
+
+interface Entry { route: Route, label: string, limit: number, dialect: ErrorDialect }
+
+/**
+ * One uWS app: routing, bodies, request ids, the access log, metrics, the
+ * mapping of errors to responses, and draining on shutdown.
+ */
+export class HttpServer {
+  private readonly app: UWS.TemplatedApp
+  private readonly router = new Router<Entry>()
+  private readonly log: Logger
+  private readonly duration: Histogram<'method' | 'route' | 'status'>
+  private readonly count: Counter<'method' | 'route' | 'status'>
+  private listenSocket: UWS.us_listen_socket | undefined
+  private draining: Promise<void> | undefined
+  private drained: (() => void) | undefined
+  private inFlight = 0
+  boundPort = 0
+
+  constructor (private readonly options: HttpServerOptions) {
+    this.log = options.logger.child({ server: options.name })
+    this.app = options.uws.App()
+    this.app.any('/*', (res, req) => this.dispatch(res, req))
+    const labelNames = ['method', 'route', 'status'] as const
+    this.duration = new Histogram({
+      name: `${options.name}_http_request_duration_seconds`,
+      help: `Latency of ${options.name} requests by route`,
+      labelNames,
+      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10],
+      registers: [options.registry]
+    })
+    this.count = new Counter({
+      name: `${options.name}_http_requests_total`,
+      help: `Requests to ${options.name} by route and status`,
+      labelNames,
+      registers: [options.registry]
+    })
+  }
+
+  get inFlightRequests (): number {
+    return this.inFlight
+  }
+
+  route (route: Route): this {
+    const limit = route.bodyLimit ?? this.options.defaultBodyLimit ?? DEFAULT_BODY_LIMIT
+    this.router.add(route.method, route.path, { route, label: route.path, limit, dialect: route.errors ?? 'plain' })
+    return this
+  }
+
+  listen (host: string, port: number): Promise<number> {
+    return new Promise((resolve, reject) => {
+      this.app.listen(host, port, socket => {
+        if (!socket) return reject(new Error(`${this.options.name}: cannot listen on ${host}:${port}`))
+        this.listenSocket = socket
+        this.boundPort = this.options.uws.us_socket_local_port(socket)
+        resolve(this.boundPort)
+      })
+    })
+  }
+
+  /**
+   * Stops accepting connections and resolves when in-flight requests are done.
+   * Requests that arrive on kept-alive connections meanwhile get 503 and a close.
+   */
+  close (): Promise<void> {
+    if (this.listenSocket) {
+      this.options.uws.us_listen_socket_close(this.listenSocket)
+      this.listenSocket = undefined
+    }
+    this.draining ??= this.inFlight === 0
+      ? Promise.resolve()
+      : new Promise<void>(resolve => { this.drained = resolve })
+    return this.draining
+  }
+
+  private dispatch (res: UWS.HttpResponse, req: UWS.HttpRequest): void {
+    const ctx = new RequestContext(res, req, (c, status) => this.finish(c, status))
+    res.onAborted(() => ctx.abort())
+    this.inFlight++
+    if (this.draining) {
+      ctx.send(503, errorBody('plain', new GatewayError('shutting_down', 'server is shutting down')), { connection: 'close' }, true)
+      return
+    }
+    const found = this.router.find(ctx.method, ctx.path)
+    if (found === undefined || found === 'method_not_allowed') {
+      const err = found === undefined
+        ? new GatewayError('not_found', `no route for ${ctx.method} ${ctx.path}`)
+        : new GatewayError('method_not_allowed', `${ctx.method} is not allowed on ${ctx.path}`)
+      ctx.send(err.status, errorBody('plain', err))
+      return
+    }
+    const entry = found.value
+    ctx.params = found.params
+    ctx.route = entry.label
+    ctx.quiet = entry.route.quiet === true
+    const mode = entry.route.body ?? 'none'
+    if (mode === 'json') this.readJson(ctx, entry)
+    else {
+      if (mode === 'stream') {
+        ctx.stream = new BodyStream(res, () => ctx.live, this.options.streamHighWaterMark ?? 256 * 1024)
+        const stream = ctx.stream
+        res.onData((chunk, isLast) => stream.feed(chunk, isLast))
+      }
+      this.run(ctx, entry)
+    }
+  }
+
+  private readJson (ctx: RequestContext, entry: Entry): void {
+    const declared = Number(ctx.headers['content-length'])
+    if (declared > entry.limit) {
+      this.fail(ctx, entry, tooLarge(entry.limit), true)
+      return
+    }
+    collectBody(ctx.res, entry.limit, body => {
+      if (!ctx.live) return
+      if (!Buffer.isBuffer(body)) return this.fail(ctx, entry, tooLarge(entry.limit), true)
+      if (body.length > 0) {
+        try {
+          ctx.body = JSON.parse(body.toString('utf8'))
+        } catch {
+          return this.fail(ctx, entry, new GatewayError('invalid_json', 'request body is not valid JSON', { details: { body: 'must be valid JSON' } }))
+        }
+      }
+      this.run(ctx, entry)
+    })
+  }
+
+  private run (ctx: RequestContext, entry: Entry): void {
+    let result: ReturnType<Handler>
+    try {
+      result = entry.route.handler(ctx)
+    } catch (err) {
+      return this.fail(ctx, entry, err)
+    }
+    if (result instanceof Promise) {
+      result.then(reply => this.reply(ctx, reply), err => this.fail(ctx, entry, err))
+    } else this.reply(ctx, result)
+  }
+
+  private reply (ctx: RequestContext, reply: Reply | undefined): void {
+    if (reply) ctx.send(reply.status, reply.body, reply.headers)
+  }
+
+  private fail (ctx: RequestContext, entry: Entry, err: unknown, closeConnection = false): void {
+    if (!ctx.live) {
+      this.log.debug({ reqId: ctx.requestId, err }, 'error after the client left')
+      return
+    }
+    const e = toGatewayError(err)
+    if (e.status >= 500) this.log.error({ reqId: ctx.requestId, route: ctx.route, code: e.code, err: e.cause ?? e }, e.message)
+    ctx.send(e.status, errorBody(entry.dialect, e), e.headers, closeConnection)
+  }
+
+  private finish (ctx: RequestContext, status: number): void {
+    const seconds = (performance.now() - ctx.startedAt) / 1000
+    const labels = { method: ctx.method, route: ctx.route, status: String(status) }
+    this.duration.observe(labels, seconds)
+    this.count.inc(labels)
+    const line = { reqId: ctx.requestId, method: ctx.method, route: ctx.route, status, ms: Math.round(seconds * 1e5) / 100 }
+    if (ctx.quiet) this.log.debug(line, 'request')
+    else this.log.info(line, 'request')
+    if (--this.inFlight === 0 && this.drained) this.drained()
+  }
+}
+
+function tooLarge (limit: number): GatewayError {
+  return new GatewayError('payload_too_large', `request body exceeds ${limit} bytes`, { details: { body: `must not exceed ${limit} bytes` } })
+}

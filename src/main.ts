@@ -1,0 +1,69 @@
+import type { Logger } from 'pino'
+import { Registry, collectDefaultMetrics } from 'prom-client'
+import { AuthService } from './auth/index.js'
+import { createBus } from './bus/index.js'
+import type { Config } from './config/index.js'
+import { HttpServer, loadUws } from './http/index.js'
+import { Readiness, opsRoutes } from './ops/index.js'
+import { checkState, createObjectStore, openState } from './storage/index.js'
+
+export interface Gateway {
+  /** Bound ports (useful with PORT=0 in tests). */
+  readonly port: number | undefined
+  readonly harnessPort: number | undefined
+  /** Stops accepting, lets in-flight requests finish up to SHUTDOWN_TIMEOUT_MS, then closes everything. */
+  stop(): Promise<{ drained: boolean }>
+}
+
+/** Wires the capabilities named by ROLES together. Nothing else imports across capabilities. */
+export async function startGateway (config: Config, log: Logger): Promise<Gateway> {
+  const uws = loadUws(config.uwsAllowFallback)
+  const roles = new Set(config.roles)
+  const registry = new Registry()
+  collectDefaultMetrics({ register: registry })
+
+  const state = openState(config.dataDir)
+  const readiness = new Readiness()
+  readiness.add('lmdb', () => checkState(state))
+  const bus = createBus(config, state)
+  await bus.start()
+  readiness.add('bus', () => bus.probe())
+  const stoppers: Array<() => Promise<void> | void> = [() => bus.close()]
+
+  const servers: HttpServer[] = []
+  let main: HttpServer | undefined
+  if (roles.has('auth') || roles.has('ingest') || roles.has('frontdoor')) {
+    main = new HttpServer({ name: 'gateway', logger: log, registry, uws })
+    servers.push(main)
+    opsRoutes(readiness, registry).forEach(r => main!.route(r))
+  }
+  if (roles.has('auth') || roles.has('ingest')) {
+    const auth = new AuthService(config, state, log)
+    await auth.start()
+    stoppers.push(() => auth.stop())
+    if (roles.has('auth')) auth.routes().forEach(r => main!.route(r))
+  }
+  if (roles.has('ingest')) {
+    const objects = createObjectStore(config)
+    await objects.start()
+    readiness.add('storage', () => objects.probe())
+  }
+
+  const port = main ? await main.listen(config.host, config.port) : undefined
+  log.info({ port, roles: [...roles], bus: bus.kind, storage: config.storage }, 'gateway listening')
+
+  return {
+    port,
+    harnessPort: undefined,
+    async stop () {
+      let timer: NodeJS.Timeout | undefined
+      const deadline = new Promise<false>(resolve => { timer = setTimeout(() => resolve(false), config.shutdownTimeoutMs) })
+      const drained = await Promise.race([Promise.all(servers.map(s => s.close())).then(() => true as const), deadline])
+      clearTimeout(timer)
+      if (!drained) log.warn({ inFlight: servers.reduce((n, s) => n + s.inFlightRequests, 0) }, 'shutdown deadline passed with requests in flight')
+      for (const stop of stoppers.reverse()) await stop()
+      await state.close()
+      return { drained }
+    }
+  }
+}

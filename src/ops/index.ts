@@ -1,0 +1,3 @@
+export { Readiness, type Probe, type ComponentState } from './readiness.js'
+export { opsRoutes } from './routes.js'
+export { createLogger } from './logger.js'

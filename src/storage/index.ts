@@ -1,0 +1,2 @@
+export { openState, checkState, type StateStore } from './state.js'
+export { createObjectStore, FsObjectStore, S3ObjectStore, type ObjectStore } from './objects.js'
