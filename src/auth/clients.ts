@@ -92,7 +92,9 @@ export class ClientRegistry {
     await this.db.put(client.client_id, client)
   }
 
+  /** False when the client is not in LMDB (file clients are changed in their file). */
   async remove (clientId: string): Promise<boolean> {
+    if (this.db.get(clientId) === undefined) return false
     return this.db.remove(clientId)
   }
 }

@@ -39,6 +39,7 @@ export interface VerifierOptions {
   external?: { issuer: string, jwksUrl: string } | undefined
   /** Verified tokens remembered; each entry still expires with its token. */
   cacheSize?: number
+  now?: () => number
 }
 
 const BEARER = /^Bearer +(\S+) *$/i
@@ -54,6 +55,7 @@ export class TokenVerifier {
   private readonly externalKeys: JWTVerifyGetKey | undefined
   private readonly cache = new Map<string, TokenClaims>()
   private readonly cacheSize: number
+  private readonly now: () => number
 
   constructor (keys: KeyStore, private readonly options: VerifierOptions) {
     this.ownKeys = async header => {
@@ -63,6 +65,7 @@ export class TokenVerifier {
     }
     this.externalKeys = options.external ? createRemoteJWKSet(new URL(options.external.jwksUrl), { cooldownDuration: 30_000 }) : undefined
     this.cacheSize = options.cacheSize ?? 10_000
+    this.now = options.now ?? Date.now
   }
 
   /** Resolves the claims, or throws 401 (no/invalid/expired token) or 403 (scope missing). */
@@ -70,7 +73,7 @@ export class TokenVerifier {
     const token = authorization === undefined ? undefined : BEARER.exec(authorization)?.[1]
     if (!token) throw unauthorized('missing bearer token')
     let claims = this.cache.get(token)
-    if (claims && (claims.exp ?? 0) * 1000 <= Date.now()) {
+    if (claims && (claims.exp ?? 0) * 1000 <= this.now()) {
       this.cache.delete(token)
       claims = undefined
     }
@@ -99,7 +102,8 @@ export class TokenVerifier {
         issuer: useExternal ? external.issuer : this.options.issuer,
         audience: [...this.options.audiences],
         algorithms: ['RS256'],
-        requiredClaims: ['exp']
+        requiredClaims: ['exp'],
+        currentDate: new Date(this.now())
       })
       const clientId = typeof payload['client_id'] === 'string' ? payload['client_id'] : payload.sub
       if (typeof clientId !== 'string' || clientId === '') throw unauthorized('token has no client_id or sub')

@@ -7,6 +7,8 @@ import type { GatewayError } from './errors.js'
 export type ErrorDialect = 'oauth' | 'telemetry' | 'evidence' | 'harness' | 'plain'
 
 const oauthError: Partial<Record<GatewayError['code'], string>> = {
+  invalid_json: 'invalid_request',
+  payload_too_large: 'invalid_request',
   invalid_client: 'access_denied',
   audience_forbidden: 'access_denied',
   rate_limited: 'slow_down'

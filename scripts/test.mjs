@@ -1,0 +1,70 @@
+#!/usr/bin/env node
+// `npm test`: build, bring up real Kafka and MinIO (scripts/infra.sh), run every
+// tap test against them, tear them down, and end with "N passed, N failed".
+// TEST_INFRA=skip runs without the servers; the tests that need them say so loudly.
+import { spawn, spawnSync } from 'node:child_process'
+import { fileURLToPath } from 'node:url'
+
+const root = fileURLToPath(new URL('..', import.meta.url))
+const infra = fileURLToPath(new URL('./infra.sh', import.meta.url))
+const skipInfra = process.env.TEST_INFRA === 'skip'
+
+function run (cmd, args, options = {}) {
+  const r = spawnSync(cmd, args, { cwd: root, stdio: ['ignore', 'inherit', 'inherit'], ...options })
+  if (r.status !== 0) throw new Error(`${cmd} ${args.join(' ')} exited with ${r.status ?? r.signal}`)
+  return r
+}
+
+function parseEnv (text) {
+  const env = {}
+  for (const line of text.split('\n')) {
+    const m = /^([A-Z0-9_]+)=(.*)$/.exec(line.trim())
+    if (m) env[m[1]] = m[2]
+  }
+  return env
+}
+
+let infraUp = false
+function down () {
+  if (!infraUp) return
+  infraUp = false
+  spawnSync('bash', [infra, 'down'], { cwd: root, stdio: ['ignore', 'inherit', 'inherit'] })
+}
+for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => { down(); process.exit(130) })
+
+let code = 1
+let summary = { pass: 0, fail: 0, skip: 0 }
+try {
+  run('npx', ['tsc', '-p', 'tsconfig.json'])
+  const env = { ...process.env }
+  if (skipInfra) {
+    console.error('test: TEST_INFRA=skip: Kafka and MinIO are NOT started; their tests are skipped')
+  } else {
+    infraUp = true
+    const up = run('bash', [infra, 'up'], { stdio: ['ignore', 'pipe', 'inherit'], encoding: 'utf8' })
+    Object.assign(env, parseEnv(up.stdout))
+    console.error(`test: Apache Kafka ${env.INFRA_KAFKA_VERSION} at ${env.KAFKA_BROKERS}, MinIO ${env.INFRA_MINIO_VERSION} at ${env.S3_ENDPOINT}`)
+  }
+  const tap = spawn('npx', ['tap', '--reporter=tap', ...process.argv.slice(2)], { cwd: root, env, stdio: ['ignore', 'pipe', 'inherit'] })
+  let tail = ''
+  tap.stdout.on('data', chunk => {
+    process.stdout.write(chunk)
+    tail = (tail + chunk.toString('utf8')).slice(-4096)
+  })
+  code = await new Promise(resolve => tap.once('exit', c => resolve(c ?? 1)))
+  const m = /# \{ ([^}]*) \}\s*(#[^\n]*\s*)*$/.exec(tail)
+  if (m) {
+    for (const part of m[1].split(',')) {
+      const [k, v] = part.split(':').map(s => s.trim())
+      if (k in summary) summary[k] = Number(v)
+    }
+  } else if (code !== 0) summary.fail = Math.max(1, summary.fail)
+} catch (err) {
+  console.error(`test: ${err.message}`)
+  summary.fail = Math.max(1, summary.fail)
+} finally {
+  down()
+}
+if (summary.fail > 0 && code === 0) code = 1
+console.log(`${summary.pass} passed, ${summary.fail} failed${summary.skip ? `, ${summary.skip} skipped` : ''}`)
+process.exit(code)

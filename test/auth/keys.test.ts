@@ -1,0 +1,47 @@
+import t from 'tap'
+import { SignJWT, jwtVerify, createLocalJWKSet, type JSONWebKeySet } from 'jose'
+import { KeyStore } from '../../src/auth/index.js'
+import { openState } from '../../src/storage/index.js'
+
+const DAY = 86400
+const DAY_MS = DAY * 1000
+
+t.test('rotation keeps the old key published until its tokens have expired', async t => {
+  const state = openState(t.testdir())
+  t.teardown(() => state.close())
+  let now = Date.parse('2026-01-01T00:00:00Z')
+  const keys = new KeyStore(state, { tokenTtlS: DAY, rotationS: 30 * DAY, now: () => now })
+  await keys.init()
+  const first = keys.current.kid
+  const token = await new SignJWT({}).setProtectedHeader({ alg: 'RS256', kid: first }).setExpirationTime(now / 1000 + DAY).sign(keys.current.privateKey)
+
+  now += 10 * DAY_MS
+  await keys.rotateIfDue()
+  t.equal(keys.current.kid, first, 'not due yet')
+
+  now += 21 * DAY_MS
+  await keys.rotateIfDue()
+  const second = keys.current.kid
+  t.not(second, first, 'a new key signs once the old one is 30 days old')
+  const published = (JSON.parse(keys.jwks) as JSONWebKeySet).keys.map(k => k.kid)
+  t.same(published.sort(), [first, second].sort(), 'both keys are published')
+  await t.resolves(jwtVerify(token, createLocalJWKSet(JSON.parse(keys.jwks)), { currentDate: new Date(now - 31 * DAY_MS) }), 'a token of the old key still verifies against the set')
+
+  now += DAY_MS + 600_000
+  await keys.rotateIfDue()
+  t.same((JSON.parse(keys.jwks) as JSONWebKeySet).keys.map(k => k.kid), [second], 'the old key leaves once its last token expired')
+  t.equal(keys.publicKey(first), undefined)
+})
+
+t.test('a key made by another process is found by kid', async t => {
+  const dir = t.testdir()
+  const a = openState(dir)
+  t.teardown(() => a.close())
+  const signer = new KeyStore(a, { tokenTtlS: DAY, rotationS: 30 * DAY })
+  const verifier = new KeyStore(a, { tokenTtlS: DAY, rotationS: 30 * DAY })
+  await signer.init()
+  await verifier.init()
+  await signer.rotateIfDue(true)
+  t.ok(verifier.publicKey(signer.current.kid), 'reloaded from LMDB on an unknown kid')
+  t.equal(verifier.publicKey('no-such-kid'), undefined)
+})

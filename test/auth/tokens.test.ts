@@ -1,0 +1,65 @@
+import t from 'tap'
+import { SignJWT, generateKeyPair } from 'jose'
+import { KeyStore, TokenVerifier } from '../../src/auth/index.js'
+
+type Tap = typeof t
+import { openState } from '../../src/storage/index.js'
+
+async function setup (t: Tap, clock = { now: Date.now() }) {
+  const state = openState(t.testdir())
+  t.teardown(() => state.close())
+  const keys = new KeyStore(state, { tokenTtlS: 3600, rotationS: 86400 })
+  await keys.init()
+  const verifier = new TokenVerifier(keys, { issuer: 'https://gw/', audiences: ['evidence-gateway'], now: () => clock.now })
+  const sign = (claims: Record<string, unknown>, opts: { iss?: string, aud?: string, exp?: number, key?: CryptoKey | import('node:crypto').KeyObject, kid?: string } = {}) =>
+    new SignJWT({ client_id: 'c1', scope: 'asset:track:write', ...claims })
+      .setProtectedHeader({ alg: 'RS256', kid: opts.kid ?? keys.current.kid })
+      .setIssuer(opts.iss ?? 'https://gw/')
+      .setAudience(opts.aud ?? 'evidence-gateway')
+      .setExpirationTime(opts.exp ?? Math.floor(clock.now / 1000) + 600)
+      .sign(opts.key ?? keys.current.privateKey)
+  return { verifier, sign }
+}
+
+
+t.test('a valid token with the scope passes, and its claims come back', async t => {
+  const { verifier, sign } = await setup(t)
+  const claims = await verifier.verify(`Bearer ${await sign({ tenant: 'acme' })}`, 'asset:track:write')
+  t.equal(claims.client_id, 'c1')
+  t.equal(claims.tenant, 'acme')
+  const again = await verifier.verify(`bearer ${await sign({})}`, 'asset:track:write')
+  t.equal(again.tenant, 'c1', 'tenant defaults to the client id; the scheme is case-insensitive')
+})
+
+t.test('401 for a missing, malformed, forged, foreign or expired token', async t => {
+  const { verifier, sign } = await setup(t)
+  const other = await generateKeyPair('RS256')
+  const cases: Array<[string | undefined, RegExp]> = [
+    [undefined, /missing bearer token/],
+    ['Basic abc', /missing bearer token/],
+    ['Bearer ', /missing bearer token/],
+    ['Bearer not.a.jwt', /malformed token/],
+    [`Bearer ${await sign({}, { key: other.privateKey })}`, /invalid token/],
+    [`Bearer ${await sign({}, { iss: 'https://elsewhere/' })}`, /invalid token/],
+    [`Bearer ${await sign({}, { aud: 'other-api' })}`, /invalid token/],
+    [`Bearer ${await sign({}, { kid: 'unknown' })}`, /invalid token/],
+    [`Bearer ${await sign({}, { exp: Math.floor(Date.now() / 1000) - 10 })}`, /token expired/]
+  ]
+  for (const [header, message] of cases) {
+    await t.rejects(verifier.verify(header, 'asset:track:write'), { code: 'unauthorized', status: 401, message }, String(header).slice(0, 40))
+  }
+})
+
+t.test('403 for a valid token without the route scope', async t => {
+  const { verifier, sign } = await setup(t)
+  await t.rejects(verifier.verify(`Bearer ${await sign({ scope: 'stream:write' })}`, 'asset:track:write'), { code: 'forbidden', status: 403 })
+})
+
+t.test('a cached token still expires', async t => {
+  const clock = { now: Date.now() }
+  const { verifier, sign } = await setup(t, clock)
+  const token = await sign({}, { exp: Math.floor(clock.now / 1000) + 60 })
+  await verifier.verify(`Bearer ${token}`, 'asset:track:write')
+  clock.now += 61_000
+  await t.rejects(verifier.verify(`Bearer ${token}`, 'asset:track:write'), { status: 401 })
+})

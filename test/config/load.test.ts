@@ -1,0 +1,71 @@
+import t from 'tap'
+import { readFileSync } from 'node:fs'
+import { loadConfig, ConfigError, variables } from '../../src/config/index.js'
+
+t.test('defaults apply and the result is frozen', async t => {
+  const c = loadConfig({})
+  t.equal(c.port, 8080)
+  t.equal(c.harnessPort, 8081)
+  t.equal(c.host, '127.0.0.1')
+  t.equal(c.bus, 'local')
+  t.equal(c.storage, 'fs')
+  t.equal(c.telemetryMaxBody, 1024 * 1024)
+  t.equal(c.evidenceMaxBytes, 268435456)
+  t.equal(c.svcHarnessAuthEnabled, false)
+  t.same(c.roles, ['auth', 'ingest', 'frontdoor', 'harness'])
+  t.ok(Object.isFrozen(c))
+  t.ok(Object.isFrozen(c.roles))
+})
+
+t.test('values are parsed by type', async t => {
+  const c = loadConfig({ PORT: '9000', SVC_HARNESS_AUTH_ENABLED: '1', IDP_ISSUER: 'https://idp/', IDP_JWKS_URL: 'https://idp/jwks', IDP_RS256_AUDIENCE: 'harness', ROLES: 'auth, ingest', KAFKA_TLS: 'false' })
+  t.equal(c.port, 9000)
+  t.equal(c.svcHarnessAuthEnabled, true)
+  t.same(c.roles, ['auth', 'ingest'])
+  t.equal(c.kafkaTls, false)
+})
+
+t.test('a bad value stops start-up with a message naming it', async t => {
+  t.throws(() => loadConfig({ PORT: 'eighty' }), { name: 'ConfigError', message: /PORT="eighty": must be integer/ })
+  t.throws(() => loadConfig({ PORT: '70000' }), /PORT="70000": must be <= 65535/)
+  t.throws(() => loadConfig({ BUS: 'rabbit' }), /BUS="rabbit": must be equal to one of the allowed values/)
+  t.throws(() => loadConfig({ ROLES: 'auth,web' }), /ROLES/)
+  t.throws(() => loadConfig({ S3_ENDPOINT: 'minio:9000' }), /S3_ENDPOINT/)
+  t.throws(() => loadConfig({ UWS_ALLOW_FALLBACK: 'maybe' }), /UWS_ALLOW_FALLBACK="maybe": must be boolean/)
+})
+
+t.test('an unknown variable under our prefixes is refused, with a suggestion', async t => {
+  t.throws(() => loadConfig({ TELEMETRY_BATCH_MAXX: '5' }), /unknown variable TELEMETRY_BATCH_MAXX \(did you mean TELEMETRY_BATCH_MAX\?\)/)
+  t.throws(() => loadConfig({ KAFKA_SOMETHING_ELSE: 'x' }), /unknown variable KAFKA_SOMETHING_ELSE/)
+  t.doesNotThrow(() => loadConfig({ HOME: '/root', NODE_OPTIONS: '' }), 'variables outside our prefixes are not ours to judge')
+})
+
+t.test('every problem is reported at once', async t => {
+  try {
+    loadConfig({ PORT: 'x', BUS: 'y', AUTH_TYPO: 'z' })
+    t.fail('should throw')
+  } catch (err) {
+    t.ok(err instanceof ConfigError)
+    t.match((err as Error).message, /PORT/)
+    t.match((err as Error).message, /BUS/)
+    t.match((err as Error).message, /AUTH_TYPO/)
+  }
+})
+
+t.test('harness auth enabled with incomplete settings fails, naming what is missing', async t => {
+  t.throws(() => loadConfig({ SVC_HARNESS_AUTH_ENABLED: 'true', IDP_JWKS_URL: 'https://idp/jwks', IDP_RS256_AUDIENCE: 'a' }), /IDP_ISSUER is required when SVC_HARNESS_AUTH_ENABLED=true/)
+  t.throws(() => loadConfig({ BUS: 'kafka' }), /KAFKA_BROKERS is required when BUS=kafka/)
+  t.throws(() => loadConfig({ KAFKA_SASL_MECHANISM: 'plain' }), /KAFKA_USERNAME and KAFKA_PASSWORD/)
+})
+
+t.test('the README configuration table lists exactly the variables of the schema', async t => {
+  const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8')
+  const section = readme.slice(readme.indexOf('## Configuration'))
+  const documented = new Map<string, string>()
+  for (const m of section.matchAll(/^\| `([A-Z0-9_]+)` \| ([^|]*) \|/gm)) documented.set(m[1]!, m[2]!.trim())
+  t.same([...documented.keys()].sort(), variables.map(v => v.name).sort())
+  for (const v of variables) {
+    const shown = 'default' in v ? (Array.isArray(v.default) ? v.default.join(',') : String(v.default)) : ''
+    t.equal(documented.get(v.name), shown === '' ? '' : `\`${shown}\``, `${v.name} default`)
+  }
+})

@@ -1,0 +1,57 @@
+import { spawn, type ChildProcess } from 'node:child_process'
+import { fileURLToPath } from 'node:url'
+import { createInterface } from 'node:readline'
+
+export const GATEWAY_BIN = fileURLToPath(new URL('../../bin/gateway.js', import.meta.url))
+
+interface Tap { teardown(fn: () => unknown): void }
+
+export interface Child {
+  proc: ChildProcess
+  lines: Array<Record<string, unknown>>
+  stderr: () => string
+  /** Resolves with the first log line matching `msg`, already seen or still to come. */
+  waitFor(msg: string): Promise<Record<string, unknown>>
+  exit: Promise<number | null>
+}
+
+/** Runs `gateway` from dist as a real process; killed at teardown if still alive. */
+export function spawnGateway (t: Tap, args: string[], env: Record<string, string>): Child {
+  const proc = spawn(process.execPath, [GATEWAY_BIN, ...args], { env: { PATH: process.env['PATH'] ?? '', PORT: '0', HARNESS_PORT: '0', ...env }, stdio: ['pipe', 'pipe', 'pipe'] })
+  const lines: Array<Record<string, unknown>> = []
+  const waiters: Array<{ msg: string, resolve: (l: Record<string, unknown>) => void }> = []
+  let err = ''
+  proc.stderr!.on('data', d => { err += d })
+  createInterface({ input: proc.stdout! }).on('line', text => {
+    let line: Record<string, unknown>
+    try { line = JSON.parse(text) } catch { line = { msg: text } }
+    lines.push(line)
+    for (const w of waiters.filter(w => w.msg === line['msg'])) w.resolve(line)
+  })
+  const exit = new Promise<number | null>(resolve => proc.once('exit', code => resolve(code)))
+  t.teardown(() => { if (proc.exitCode === null) proc.kill('SIGKILL') })
+  return {
+    proc,
+    lines,
+    stderr: () => err,
+    exit,
+    waitFor: msg => new Promise((resolve, reject) => {
+      const seen = lines.find(l => l['msg'] === msg)
+      if (seen) return resolve(seen)
+      waiters.push({ msg, resolve })
+      exit.then(code => reject(new Error(`gateway exited (${code}) before logging "${msg}": ${err}`)))
+    })
+  }
+}
+
+/** Runs a `gateway` command to completion. */
+export async function runGateway (args: string[], env: Record<string, string>, input?: string): Promise<{ code: number | null, stdout: string, stderr: string }> {
+  const proc = spawn(process.execPath, [GATEWAY_BIN, ...args], { env: { PATH: process.env['PATH'] ?? '', ...env } })
+  let stdout = ''
+  let stderr = ''
+  proc.stdout.on('data', d => { stdout += d })
+  proc.stderr.on('data', d => { stderr += d })
+  proc.stdin.end(input ?? '')
+  const code = await new Promise<number | null>(resolve => proc.once('exit', resolve))
+  return { code, stdout, stderr }
+}

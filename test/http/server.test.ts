@@ -1,0 +1,153 @@
+import t from 'tap'
+import { once } from 'node:events'
+import type { Socket } from 'node:net'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { GatewayError, type RequestContext } from '../../src/http/index.js'
+import { serve, rawConnect, readResponse, until } from '../helpers/http.js'
+
+const echo = (ctx: RequestContext) => ({ status: 200, body: { got: ctx.body, params: ctx.params } })
+
+t.test('X-Request-Id is echoed when given and generated when not', async t => {
+  const { url } = await serve(t, [{ method: 'GET', path: '/x', handler: () => ({ status: 204 }) }])
+  const given = await fetch(`${url}/x`, { headers: { 'x-request-id': 'trace-42' } })
+  t.equal(given.headers.get('x-request-id'), 'trace-42')
+  const generated = await fetch(`${url}/x`)
+  t.match(generated.headers.get('x-request-id'), /^[0-9a-f-]{36}$/)
+  const bad = await fetch(`${url}/x`, { headers: { 'x-request-id': 'x'.repeat(300) } })
+  t.not(bad.headers.get('x-request-id'), 'x'.repeat(300), 'an oversized id is replaced, not echoed')
+})
+
+t.test('JSON bodies are parsed up to the route limit, 413 past it', async t => {
+  const { url, port } = await serve(t, [
+    { method: 'POST', path: '/small', body: 'json', bodyLimit: 64, handler: echo },
+    { method: 'POST', path: '/default', body: 'json', handler: echo }
+  ])
+  const ok = await fetch(`${url}/small`, { method: 'POST', body: '{"a":1}' })
+  t.same(await ok.json(), { got: { a: 1 }, params: {} })
+
+  const declared = await fetch(`${url}/small`, { method: 'POST', body: JSON.stringify({ a: 'x'.repeat(100) }) })
+  t.equal(declared.status, 413, 'Content-Length past the limit is refused before reading')
+  t.same(await declared.json(), { status: 'error', code: 'payload_too_large', message: 'request body exceeds 64 bytes' })
+
+  const socket = await rawConnect(port)
+  socket.write('POST /small HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n')
+  socket.write('40\r\n' + 'x'.repeat(64) + '\r\n')
+  socket.write('10\r\n' + 'y'.repeat(16) + '\r\n')
+  const text = await readResponse(socket, /payload_too_large/)
+  t.match(text, /^HTTP\/1\.1 413 /, 'a chunked body is cut off when the count passes the limit')
+  socket.destroy()
+
+  const big = await fetch(`${url}/default`, { method: 'POST', body: JSON.stringify({ a: 'x'.repeat(1024 * 1024) }) })
+  t.equal(big.status, 413, 'the default limit is 1 MiB')
+  const fits = await fetch(`${url}/default`, { method: 'POST', body: JSON.stringify({ a: 'x'.repeat(1024 * 1024 - 16) }) })
+  t.equal(fits.status, 200)
+})
+
+t.test('a body that is not JSON is a 400 in the route dialect', async t => {
+  const { url } = await serve(t, [{ method: 'POST', path: '/j', body: 'json', errors: 'telemetry', handler: echo }])
+  const res = await fetch(`${url}/j`, { method: 'POST', body: '{nope' })
+  t.equal(res.status, 400)
+  t.same(await res.json(), { status: 'validation_error', message: 'request body is not valid JSON', errors: { body: 'must be valid JSON' } })
+})
+
+t.test('typed errors map to status and body in one place; others are a bare 500', async t => {
+  const { url } = await serve(t, [
+    { method: 'GET', path: '/typed', errors: 'evidence', handler: () => { throw new GatewayError('idempotency_in_progress', 'busy', { details: { event_id: 'in progress' } }) } },
+    { method: 'GET', path: '/bug', handler: async () => { throw new Error('secret internals') } }
+  ])
+  const typed = await fetch(`${url}/typed`)
+  t.equal(typed.status, 409)
+  t.same(await typed.json(), { status: 'error', code: 'idempotency_in_progress', details: { event_id: 'in progress' } })
+  const bug = await fetch(`${url}/bug`)
+  t.equal(bug.status, 500)
+  t.same(await bug.json(), { status: 'error', code: 'internal_error', message: 'internal error' }, 'internals are not leaked')
+})
+
+t.test('unknown routes get 404 and wrong methods 405', async t => {
+  const { url } = await serve(t, [{ method: 'POST', path: '/runs:start', handler: () => ({ status: 202 }) }])
+  t.equal((await fetch(`${url}/runs:start`, { method: 'POST' })).status, 202)
+  t.equal((await fetch(`${url}/runs:start`)).status, 405)
+  t.equal((await fetch(`${url}/elsewhere`)).status, 404)
+})
+
+t.test('a client that disconnects mid-body leaves no work running', async t => {
+  let handlerRan = false
+  let rejections = 0
+  const onRejection = (): void => { rejections++ }
+  process.on('unhandledRejection', onRejection)
+  t.teardown(() => { process.off('unhandledRejection', onRejection) })
+  const { server, port } = await serve(t, [{ method: 'POST', path: '/j', body: 'json', handler: () => { handlerRan = true; return { status: 200 } } }])
+
+  const socket = await rawConnect(port)
+  socket.write('POST /j HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"partial":')
+  await until(() => server.inFlightRequests === 1)
+  socket.destroy()
+  await until(() => server.inFlightRequests === 0)
+  await sleep(20)
+  t.equal(handlerRan, false, 'the handler never ran for the abandoned body')
+  t.equal(rejections, 0, 'no unhandled rejection')
+})
+
+t.test('a streamed body pauses the socket while the consumer is slow and loses nothing', async t => {
+  let received = 0
+  let release: () => void = () => {}
+  const gate = new Promise<void>(resolve => { release = resolve })
+  const { server, port } = await serve(t, [{
+    method: 'POST',
+    path: '/upload',
+    body: 'stream',
+    handler: async ctx => {
+      await gate
+      for await (const chunk of ctx.stream!) received += (chunk as Buffer).length
+      return { status: 200, body: { received } }
+    }
+  }], { streamHighWaterMark: 64 * 1024 })
+
+  const total = 32 * 1024 * 1024
+  const socket = await rawConnect(port)
+  socket.write(`POST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: ${total}\r\n\r\n`)
+  const chunk = Buffer.alloc(256 * 1024, 7)
+  let written = 0
+  let stalled = false
+  while (written < total && !stalled) {
+    written += chunk.length
+    if (!socket.write(chunk)) stalled = !await drainedWithin(socket, 300)
+  }
+  t.ok(stalled, 'the client stalls: the server stopped reading')
+  t.ok(written < total, 'the client could not push the whole body while the consumer waited')
+  t.equal(received, 0)
+  t.equal(server.inFlightRequests, 1)
+  release()
+  while (written < total) {
+    written += chunk.length
+    if (!socket.write(chunk)) await once(socket, 'drain')
+  }
+  const text = await readResponse(socket, /\}$/)
+  t.match(text, /^HTTP\/1\.1 200 /)
+  t.match(text, `{"received":${total}}`)
+  socket.destroy()
+})
+
+t.test('close() waits for in-flight requests and refuses new ones on kept-alive connections', async t => {
+  let release: () => void = () => {}
+  const { server, url } = await serve(t, [{ method: 'GET', path: '/slow', handler: () => new Promise(resolve => { release = () => resolve({ status: 200, body: 'done' }) }) }])
+  const pending = fetch(`${url}/slow`)
+  await until(() => server.inFlightRequests === 1)
+  let closed = false
+  const closing = server.close().then(() => { closed = true })
+  await sleep(20)
+  t.equal(closed, false, 'close waits while a request is in flight')
+  release()
+  const res = await pending
+  t.equal(await res.text(), 'done')
+  await closing
+  t.equal(closed, true)
+})
+
+async function drainedWithin (socket: Socket, ms: number): Promise<boolean> {
+  const ac = new AbortController()
+  const drained = once(socket, 'drain', { signal: ac.signal }).then(() => true, () => false)
+  const result = await Promise.race([drained, sleep(ms).then(() => false)])
+  ac.abort()
+  return result
+}
