@@ -72,6 +72,7 @@ lock_cache() {
   exec 8>"$CACHE/.install.lock"
   flock 8
 }
+unlock_cache() { exec 8>&-; }
 lock_run() {
   mkdir -p "$(dirname "$RUN")"
   exec 9>"$RUN.lock"
@@ -83,7 +84,7 @@ install_kafka() {
   [[ -f "$KAFKA_HOME/.complete" ]] && return 0
   need mvn "used once to fetch the Kafka jars from Maven Central"
   lock_cache
-  [[ -f "$KAFKA_HOME/.complete" ]] && return 0
+  [[ -f "$KAFKA_HOME/.complete" ]] && { unlock_cache; return 0; }
   log "installing Kafka $KAFKA_VERSION jars from Maven Central into $KAFKA_HOME"
   local tmp="$CACHE/.tmp-kafka-$KAFKA_VERSION"
   rm -rf "$tmp"
@@ -128,6 +129,7 @@ EOF
   touch "$tmp/.complete"
   rm -rf "$KAFKA_HOME"
   mv "$tmp" "$KAFKA_HOME"
+  unlock_cache
   log "Kafka $KAFKA_VERSION installed ($(find "$KAFKA_HOME/jars" -name '*.jar' | wc -l) jars)"
 }
 
@@ -135,7 +137,7 @@ install_minio() {
   [[ -f "$MINIO_HOME/.complete" ]] && return 0
   need go "used once to build MinIO with 'go install'"
   lock_cache
-  [[ -f "$MINIO_HOME/.complete" ]] && return 0
+  [[ -f "$MINIO_HOME/.complete" ]] && { unlock_cache; return 0; }
   log "building MinIO (github.com/minio/minio@$MINIO_REF) with $(go version | awk '{print $3}'); this takes several minutes on a cold Go cache"
   local tmp="$CACHE/.tmp-minio-$MINIO_REF"
   rm -rf "$tmp"
@@ -155,6 +157,7 @@ install_minio() {
   touch "$tmp/.complete"
   rm -rf "$MINIO_HOME"
   mv "$tmp" "$MINIO_HOME"
+  unlock_cache
   log "MinIO $(cat "$MINIO_HOME/VERSION") installed"
 }
 
@@ -163,10 +166,18 @@ install_minio() {
 # run dir (guards against pid reuse after a reboot or a stale /tmp).
 pid_alive() {
   local pid="$1"
+  local cmd
   [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null || return 1
-  tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF -- "$RUN/" || return 1
+  cmd="$(tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline" || true)"
+  [[ "$cmd" == *"$RUN/"* ]]
 }
-read_pid() { [[ -f "$1" ]] && cat "$1" 2>/dev/null || true; }
+# Gone or a zombie (a zombie holds no ports or files any more).
+pid_exited() {
+  local st
+  st="$(sed -n 's/^.*) \(.\).*$/\1/p' "/proc/$1/stat" 2>/dev/null || true)"
+  [[ -z "$st" || "$st" == Z ]]
+}
+read_pid() { if [[ -f "$1" ]]; then cat "$1" 2>/dev/null || true; fi; }
 kafka_pid() { read_pid "$RUN/kafka.pid"; }
 minio_pid() { read_pid "$RUN/minio.pid"; }
 kafka_running() { pid_alive "$(kafka_pid)"; }
@@ -178,10 +189,10 @@ spawn() {
   local pidfile="$1" logfile="$2"
   shift 2
   rm -f "$pidfile"
+  # shellcheck disable=SC2016 # expanded by the inner bash
   setsid bash -c 'echo $$ >"$0"; exec "$@"' "$pidfile" "$@" \
     </dev/null >>"$logfile" 2>&1 8>&- 9>&- &
-  local i
-  for i in $(seq 1 50); do
+  for _ in $(seq 1 50); do
     [[ -s "$pidfile" ]] && return 0
     sleep 0.1
   done
@@ -190,7 +201,7 @@ spawn() {
 
 # stop_pid NAME PIDFILE GRACE
 stop_pid() {
-  local name="$1" pidfile="$2" grace="$3" pid i
+  local name="$1" pidfile="$2" grace="$3" pid
   pid="$(read_pid "$pidfile")"
   if ! pid_alive "$pid"; then
     rm -f "$pidfile"
@@ -198,19 +209,24 @@ stop_pid() {
   fi
   log "stopping $name (pid $pid)"
   kill -TERM "$pid" 2>/dev/null || true
-  for i in $(seq 1 $((grace * 10))); do
+  for _ in $(seq 1 $((grace * 10))); do
     pid_alive "$pid" || break
     sleep 0.1
   done
   if pid_alive "$pid"; then
     log "$name did not stop within ${grace}s, sending KILL"
     kill -KILL "$pid" 2>/dev/null || true
-    for i in $(seq 1 50); do
+    for _ in $(seq 1 50); do
       pid_alive "$pid" || break
       sleep 0.1
     done
   fi
   pid_alive "$pid" && die "$name (pid $pid) is still running"
+  # cmdline empties early in exit(); wait until sockets are really released
+  for _ in $(seq 1 50); do
+    pid_exited "$pid" && break
+    sleep 0.1
+  done
   rm -f "$pidfile"
 }
 
@@ -351,7 +367,7 @@ start_kafka() {
   if kafka_running; then return 0; fi
   [[ -f "$RUN/kafka/data/meta.properties" ]] || die "Kafka data dir $RUN/kafka/data is not formatted (run 'down' then 'up')"
   if tcp_open "$KAFKA_PORT" || tcp_open "$CONTROLLER_PORT"; then
-    die "Kafka port $KAFKA_PORT or $CONTROLLER_PORT is taken by another process"
+    die "Kafka port $KAFKA_PORT or $CONTROLLER_PORT is taken by another process ('$0 down' then 'up' picks new ports)"
   fi
   log "starting Kafka $KAFKA_VERSION on 127.0.0.1:$KAFKA_PORT (controller 127.0.0.1:$CONTROLLER_PORT)"
   kafka_server_cmd
@@ -364,6 +380,7 @@ kafka_fail() {
   tail -n 40 "$RUN/kafka/logs/server.log" >&2 2>/dev/null || true
   log "--- tail of $RUN/kafka/kafka.out ---"
   tail -n 20 "$RUN/kafka/kafka.out" >&2 2>/dev/null || true
+  log "Kafka failed: $1 (whatever else runs stays up: '$0 down' stops it)"
   exit 1
 }
 
@@ -390,7 +407,7 @@ wait_kafka() {
 start_minio() {
   if minio_running; then return 0; fi
   if tcp_open "$MINIO_PORT" || tcp_open "$MINIO_CONSOLE_PORT"; then
-    die "MinIO port $MINIO_PORT or $MINIO_CONSOLE_PORT is taken by another process"
+    die "MinIO port $MINIO_PORT or $MINIO_CONSOLE_PORT is taken by another process ('$0 down' then 'up' picks new ports)"
   fi
   mkdir -p "$RUN/minio/data"
   log "starting MinIO on 127.0.0.1:$MINIO_PORT (console 127.0.0.1:$MINIO_CONSOLE_PORT)"
@@ -405,6 +422,7 @@ minio_fail() {
   log "MinIO failed: $1"
   log "--- tail of $RUN/minio/minio.log ---"
   tail -n 40 "$RUN/minio/minio.log" >&2 2>/dev/null || true
+  log "MinIO failed: $1 (whatever else runs stays up: '$0 down' stops it)"
   exit 1
 }
 
@@ -516,15 +534,16 @@ cmd_down() {
   lock_run
   stop_pid Kafka "$RUN/kafka.pid" "$KAFKA_STOP_GRACE"
   stop_pid MinIO "$RUN/minio.pid" "$MINIO_STOP_GRACE"
-  # Safety net for lost pid files: any process whose command line names a
-  # path in this run dir is one this script started.
-  local p
+  # Safety net for lost pid files: a server this script started from this run
+  # dir (Kafka with its server.properties, MinIO with its data dir).
+  local p cmd
   for p in /proc/[0-9]*; do
     p="${p#/proc/}"
-    [[ "$p" == "$$" ]] && continue
-    if tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | grep -qF -- "$RUN/"; then
+    cmd="$(tr '\0' ' ' 2>/dev/null <"/proc/$p/cmdline" || true)"
+    if [[ "$cmd" == *" kafka.Kafka $RUN/kafka/server.properties"* \
+       || "$cmd" == *"/bin/minio server $RUN/minio/data "* ]]; then
       echo "$p" >"$RUN.stray.pid"
-      stop_pid "stray process" "$RUN.stray.pid" 5
+      stop_pid "leftover server" "$RUN.stray.pid" 5
     fi
   done
   rm -f "$RUN.stray.pid"
