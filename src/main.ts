@@ -4,7 +4,8 @@ import { AuthService } from './auth/index.js'
 import { createBus } from './bus/index.js'
 import type { Config } from './config/index.js'
 import { HttpServer, loadUws } from './http/index.js'
-import { Readiness, opsRoutes } from './ops/index.js'
+import { Readiness, opsRoutes, openApiRoute, type OpenApiPart } from './ops/index.js'
+import { TelemetryService, telemetryOpenApi } from './telemetry/index.js'
 import { checkState, createObjectStore, openState } from './storage/index.js'
 
 export interface Gateway {
@@ -25,7 +26,7 @@ export async function startGateway (config: Config, log: Logger): Promise<Gatewa
   const state = openState(config.dataDir)
   const readiness = new Readiness()
   readiness.add('lmdb', () => checkState(state))
-  const bus = createBus(config, state)
+  const bus = createBus(config, state, log)
   await bus.start()
   readiness.add('bus', () => bus.probe())
   const stoppers: Array<() => Promise<void> | void> = [() => bus.close()]
@@ -37,17 +38,23 @@ export async function startGateway (config: Config, log: Logger): Promise<Gatewa
     servers.push(main)
     opsRoutes(readiness, registry).forEach(r => main!.route(r))
   }
+  const openApi: OpenApiPart[] = []
+  let auth: AuthService | undefined
   if (roles.has('auth') || roles.has('ingest')) {
-    const auth = new AuthService(config, state, log)
+    auth = new AuthService(config, state, log)
     await auth.start()
-    stoppers.push(() => auth.stop())
+    stoppers.push(() => auth!.stop())
     if (roles.has('auth')) auth.routes().forEach(r => main!.route(r))
   }
   if (roles.has('ingest')) {
+    const telemetry = new TelemetryService(config, bus, auth!.verifier)
+    telemetry.routes().forEach(r => main!.route(r))
+    openApi.push(telemetryOpenApi)
     const objects = createObjectStore(config)
     await objects.start()
     readiness.add('storage', () => objects.probe())
   }
+  main?.route(openApiRoute(openApi))
 
   const port = main ? await main.listen(config.host, config.port) : undefined
   log.info({ port, roles: [...roles], bus: bus.kind, storage: config.storage }, 'gateway listening')

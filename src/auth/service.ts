@@ -46,7 +46,7 @@ export class AuthService {
   }
 
   private async login (ctx: RequestContext): Promise<Reply> {
-    const request = parseLoginRequest(ctx.body)
+    const request = parseLoginRequest(ctx.json())
     const clientKey = `client:${request.client_id}`
     const addressKey = `addr:${ctx.remoteAddress}`
     const wait = Math.max(this.limiter.retryAfter(clientKey), this.limiter.retryAfter(addressKey))

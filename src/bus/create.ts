@@ -1,9 +1,10 @@
+import type { Logger } from 'pino'
 import type { Config } from '../config/index.js'
 import type { StateStore } from '../storage/index.js'
+import { KafkaBus } from './kafka.js'
 import { LocalBus } from './local.js'
 import type { Bus } from './types.js'
 
-export function createBus (config: Config, state: StateStore): Bus {
-  if (config.bus === 'kafka') throw new Error('BUS=kafka is not available in this build yet')
-  return new LocalBus(state)
+export function createBus (config: Config, state: StateStore, log: Logger): Bus {
+  return config.bus === 'kafka' ? new KafkaBus(config, log) : new LocalBus(state)
 }

@@ -2,6 +2,7 @@ import { loadConfig, ConfigError, type Config } from '../config/index.js'
 import { startGateway } from '../main.js'
 import { createLogger } from '../ops/index.js'
 import { clientsCommand, UsageError } from './clients.js'
+import { tailCommand } from './tail.js'
 
 const USAGE = `usage: gateway [start]                 run the service (configuration from the environment)
        gateway clients <add|list|remove|rotate|hash> ...
@@ -16,6 +17,7 @@ export async function main (argv: string[]): Promise<number> {
     switch (command) {
       case 'start': return await serve(config)
       case 'clients': return await clientsCommand(config, rest, out)
+      case 'tail': return await tailCommand(config, rest, out, interrupted())
       case '-h': case '--help': case 'help':
         out(USAGE)
         return 0
@@ -52,4 +54,11 @@ async function serve (config: Config): Promise<number> {
     process.on('SIGTERM', stop)
     process.on('SIGINT', stop)
   })
+}
+
+function interrupted (): AbortSignal {
+  const ac = new AbortController()
+  process.once('SIGINT', () => ac.abort())
+  process.once('SIGTERM', () => ac.abort())
+  return ac.signal
 }

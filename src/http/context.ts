@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import type { HttpResponse, HttpRequest } from 'uWebSockets.js'
 import { BodyAbortedError, type BodyStream } from './body.js'
+import { GatewayError } from './errors.js'
 import { statusLine } from './status.js'
 
 export type Headers = Readonly<Record<string, string>>
@@ -32,8 +33,10 @@ export class RequestContext {
   params: Record<string, string> = {}
   route = 'unmatched'
   quiet = false
-  body: unknown = undefined
+  /** The whole body, for `body: 'json'` routes; parse it with json(). */
+  rawBody: Buffer | undefined = undefined
   stream: BodyStream | undefined = undefined
+  private parsed: { value: unknown } | undefined
   private state: 'open' | 'streaming' | 'done' | 'aborted' = 'open'
   private streamStatus = 200
   private controller: AbortController | undefined
@@ -49,6 +52,25 @@ export class RequestContext {
     const given = headers['x-request-id']
     this.requestId = given !== undefined && REQUEST_ID.test(given) ? given : randomUUID()
     this.remoteAddress = Buffer.from(res.getRemoteAddressAsText()).toString()
+  }
+
+  /**
+   * The body parsed as JSON (undefined when empty). Parsing waits until the
+   * handler asks, so it can check the caller's token first.
+   */
+  json (): unknown {
+    if (this.parsed) return this.parsed.value
+    const raw = this.rawBody
+    let value: unknown
+    if (raw !== undefined && raw.length > 0) {
+      try {
+        value = JSON.parse(raw.toString('utf8'))
+      } catch {
+        throw new GatewayError('invalid_json', 'request body is not valid JSON', { details: { body: 'must be valid JSON' } })
+      }
+    }
+    this.parsed = { value }
+    return value
   }
 
   get aborted (): boolean {

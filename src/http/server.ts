@@ -13,7 +13,7 @@ export interface Route {
   method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'OPTIONS' | 'HEAD'
   /** `{name}` marks a parameter; a trailing `*` captures the rest; `:` is literal. */
   path: string
-  /** `json`: read whole (up to bodyLimit) before the handler; `stream`: ctx.stream. */
+  /** `json`: read whole (up to bodyLimit) before the handler, then ctx.json(); `stream`: ctx.stream. */
   body?: 'none' | 'json' | 'stream'
   bodyLimit?: number
   errors?: ErrorDialect
@@ -149,13 +149,7 @@ export class HttpServer {
     collectBody(ctx.res, entry.limit, body => {
       if (!ctx.live) return
       if (!Buffer.isBuffer(body)) return this.fail(ctx, entry, tooLarge(entry.limit), true)
-      if (body.length > 0) {
-        try {
-          ctx.body = JSON.parse(body.toString('utf8'))
-        } catch {
-          return this.fail(ctx, entry, new GatewayError('invalid_json', 'request body is not valid JSON', { details: { body: 'must be valid JSON' } }))
-        }
-      }
+      ctx.rawBody = body
       this.run(ctx, entry)
     })
   }

@@ -5,7 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { GatewayError, type RequestContext } from '../../src/http/index.js'
 import { serve, rawConnect, readResponse, until } from '../helpers/http.js'
 
-const echo = (ctx: RequestContext) => ({ status: 200, body: { got: ctx.body, params: ctx.params } })
+const echo = (ctx: RequestContext) => ({ status: 200, body: { got: ctx.json(), params: ctx.params } })
 
 t.test('X-Request-Id is echoed when given and generated when not', async t => {
   const { url } = await serve(t, [{ method: 'GET', path: '/x', handler: () => ({ status: 204 }) }])

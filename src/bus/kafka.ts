@@ -1,0 +1,128 @@
+import { Kafka, logLevel, Partitioners, type Producer, type Admin, type KafkaConfig, type LogEntry } from 'kafkajs'
+import type { Logger } from 'pino'
+import type { Config } from '../config/index.js'
+import type { Bus, BusMessage } from './types.js'
+
+const LEVELS: Record<number, 'error' | 'warn' | 'info' | 'debug'> = {
+  [logLevel.ERROR]: 'error', [logLevel.WARN]: 'warn', [logLevel.INFO]: 'info', [logLevel.DEBUG]: 'debug'
+}
+
+/**
+ * Kafka (or Redpanda) through kafkajs: an idempotent producer with acks = all.
+ *
+ * Sends are serialised, one request in flight: kafkajs's idempotent producer
+ * loses messages when several sends to one partition overlap (kafkajs #1005),
+ * and callers batch anyway, so a send that waits simply carries a bigger batch.
+ * Retries are bounded so a broker outage surfaces as an error within seconds
+ * instead of a send that hangs until the broker returns.
+ */
+export class KafkaBus implements Bus {
+  readonly kind = 'kafka'
+  private readonly kafka: Kafka
+  private readonly topics: string[]
+  private producer: Producer | undefined
+  private connecting: Promise<Producer> | undefined
+  private tail: Promise<unknown> = Promise.resolve()
+  private closed = false
+
+  constructor (private readonly config: Config, private readonly log: Logger) {
+    const kafkaLog = log.child({ component: 'kafkajs' })
+    const options: KafkaConfig = {
+      clientId: config.kafkaClientId,
+      brokers: [...(config.kafkaBrokers ?? [])],
+      ssl: config.kafkaTls,
+      connectionTimeout: 3000,
+      requestTimeout: 10000,
+      retry: { initialRetryTime: 200, maxRetryTime: 2000, retries: 5 },
+      logLevel: logLevel.WARN,
+      logCreator: () => ({ level, log: entry }: LogEntry) => { kafkaLog[LEVELS[level] ?? 'info']({ ...entry, message: undefined }, entry.message) }
+    }
+    if (config.kafkaSaslMechanism) {
+      options.sasl = { mechanism: config.kafkaSaslMechanism, username: config.kafkaUsername!, password: config.kafkaPassword! } as KafkaConfig['sasl']
+    }
+    this.kafka = new Kafka(options)
+    this.topics = [config.topicTelemetry, config.topicEvidence, config.topicRuns]
+  }
+
+  /** Connects in the background: the gateway starts (not ready) while the broker is away. */
+  async start (): Promise<void> {
+    this.connect().catch(err => this.log.warn({ err: err.message }, 'kafka not reachable yet; will retry on demand'))
+  }
+
+  publish (topic: string, messages: BusMessage[]): Promise<void> {
+    const run = this.tail.then(() => this.send(topic, messages))
+    this.tail = run.catch(() => undefined)
+    return run
+  }
+
+  async probe (): Promise<void> {
+    const admin = this.kafka.admin({ retry: { retries: 0 } })
+    try {
+      await admin.connect()
+      await admin.describeCluster()
+    } finally {
+      await admin.disconnect().catch(() => undefined)
+    }
+    if (!this.producer) throw new Error('producer not connected')
+  }
+
+  async close (): Promise<void> {
+    this.closed = true
+    await this.tail
+    await this.producer?.disconnect().catch(() => undefined)
+  }
+
+  private async send (topic: string, messages: BusMessage[]): Promise<void> {
+    const producer = await this.connect()
+    try {
+      await producer.send({ topic, acks: -1, messages })
+    } catch (err) {
+      // A producer that failed may hold sequence state the broker no longer
+      // agrees with; the next send starts from a fresh one.
+      this.reset(producer)
+      throw err
+    }
+  }
+
+  private connect (): Promise<Producer> {
+    if (this.producer) return Promise.resolve(this.producer)
+    if (this.closed) return Promise.reject(new Error('bus closed'))
+    this.connecting ??= (async () => {
+      const producer = this.kafka.producer({ idempotent: true, maxInFlightRequests: 1, allowAutoTopicCreation: false, createPartitioner: Partitioners.DefaultPartitioner })
+      try {
+        await producer.connect()
+        await this.ensureTopics()
+        this.producer = producer
+        this.log.info({ brokers: this.config.kafkaBrokers }, 'kafka producer connected')
+        return producer
+      } catch (err) {
+        await producer.disconnect().catch(() => undefined)
+        throw err
+      } finally {
+        this.connecting = undefined
+      }
+    })()
+    return this.connecting
+  }
+
+  private reset (producer: Producer): void {
+    if (this.producer !== producer) return
+    this.producer = undefined
+    producer.disconnect().catch(() => undefined)
+  }
+
+  private async ensureTopics (): Promise<void> {
+    const admin: Admin = this.kafka.admin()
+    try {
+      await admin.connect()
+      const existing = new Set(await admin.listTopics())
+      const missing = this.topics.filter(t => !existing.has(t))
+      if (missing.length > 0) {
+        await admin.createTopics({ waitForLeaders: true, topics: missing.map(topic => ({ topic, numPartitions: this.config.kafkaTopicPartitions })) })
+        this.log.info({ topics: missing, partitions: this.config.kafkaTopicPartitions }, 'kafka topics created')
+      }
+    } finally {
+      await admin.disconnect().catch(() => undefined)
+    }
+  }
+}

@@ -1,0 +1,45 @@
+import { parseArgs } from 'node:util'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { LocalBus } from '../bus/index.js'
+import type { Config } from '../config/index.js'
+import { openState } from '../storage/index.js'
+import { UsageError } from './clients.js'
+
+const USAGE = 'usage: gateway tail <topic> [--from N] [--follow]'
+const POLL_MS = 200
+
+/**
+ * `gateway tail`: prints the local bus log of a topic as JSON lines. With
+ * --follow it polls LMDB (a read costs microseconds and sees other
+ * processes' commits at once) until interrupted.
+ */
+export async function tailCommand (config: Config, argv: string[], out: (line: string) => void, signal?: AbortSignal): Promise<number> {
+  const { values, positionals } = parseArgs({ args: argv, allowPositionals: true, options: { from: { type: 'string' }, follow: { type: 'boolean', short: 'f' } } })
+  const topic = positionals[0]
+  const from = values.from === undefined ? 0 : Number(values.from)
+  if (!topic || !Number.isInteger(from) || from < 0) throw new UsageError(USAGE)
+  const state = openState(config.dataDir)
+  const bus = new LocalBus(state)
+  try {
+    let next = from
+    do {
+      for (const m of bus.read(topic, next)) {
+        out(JSON.stringify({ topic, offset: m.offset, timestamp: new Date(m.timestamp).toISOString(), key: m.key, headers: m.headers, value: decode(m.value) }))
+        next = m.offset + 1
+      }
+      if (values.follow) await sleep(POLL_MS, undefined, { signal }).catch(() => undefined)
+    } while (values.follow && !signal?.aborted)
+    return 0
+  } finally {
+    await state.close()
+  }
+}
+
+function decode (value: string | Buffer): unknown {
+  const text = typeof value === 'string' ? value : value.toString('utf8')
+  try {
+    return JSON.parse(text)
+  } catch {
+    return text
+  }
+}

@@ -1,0 +1,55 @@
+import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv'
+import addFormats from 'ajv-formats'
+import { isIsoDateTimeWithZone } from './formats.js'
+
+/**
+ * One ajv setup for every request schema: all errors at once, the spec's
+ * formats, and `x-error` (a schema annotation carrying the message to show).
+ */
+export function compileSchema<T> (schema: object): ValidateFunction<T> {
+  const ajv = new Ajv({ allErrors: true, verbose: true, strict: true, allowUnionTypes: true })
+  addFormats.default(ajv, ['date-time'])
+  ajv.addFormat('iso-date-time', isIsoDateTimeWithZone)
+  ajv.addKeyword({ keyword: 'x-error', schemaType: 'string' })
+  return ajv.compile<T>(schema)
+}
+
+/** snake_case → camelCase, the spec's key form (`asset_id` → `assetId`). */
+export function camelKey (segment: string): string {
+  return segment.replace(/_([a-z0-9])/g, (_, c: string) => c.toUpperCase())
+}
+
+/** `/metrics/items/3/k` → `metrics.items[3].k` */
+export function errorKey (instancePath: string, property?: string): string {
+  let key = ''
+  const parts = instancePath.split('/').slice(1)
+  if (property !== undefined) parts.push(property)
+  for (const raw of parts) {
+    const p = raw.replace(/~1/g, '/').replace(/~0/g, '~')
+    key += /^\d+$/.test(p) ? `[${p}]` : (key === '' ? '' : '.') + camelKey(p)
+  }
+  return key
+}
+
+/** Every ajv error as `key → message`; the first message per key wins. */
+export function errorMap (errors: ErrorObject[] | null | undefined): Record<string, string> {
+  const out: Record<string, string> = {}
+  for (const e of errors ?? []) {
+    if (e.keyword === 'required') {
+      const key = errorKey(e.instancePath, (e.params as { missingProperty: string }).missingProperty)
+      out[key] ??= 'is required'
+      continue
+    }
+    const key = errorKey(e.instancePath) || 'body'
+    out[key] ??= message(e)
+  }
+  return out
+}
+
+function message (e: ErrorObject): string {
+  const custom = (e.parentSchema as Record<string, unknown> | undefined)?.['x-error']
+  if (typeof custom === 'string') return custom
+  if (e.keyword === 'enum') return `must be one of: ${(e.params as { allowedValues: unknown[] }).allowedValues.join(', ')}`
+  if (e.keyword === 'type' && e.instancePath === '') return 'must be a JSON object'
+  return e.message ?? 'is invalid'
+}

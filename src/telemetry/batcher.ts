@@ -1,0 +1,132 @@
+import type { BusMessage } from '../bus/index.js'
+import { GatewayError } from '../http/index.js'
+
+export interface BatcherOptions {
+  /** Records per send. */
+  maxBatch: number
+  /** Longest wait before a partial batch leaves. */
+  lingerMs: number
+  /** Records waiting or in flight before new ones are refused (503). */
+  maxPending: number
+  /** From a record's arrival to its answer; past it the record fails (500). */
+  timeoutMs: number
+  publish: (messages: BusMessage[]) => Promise<void>
+  now?: () => number
+}
+
+interface Entry {
+  message: BusMessage
+  deadline: number
+  settled: boolean
+  resolve: () => void
+  reject: (err: GatewayError) => void
+}
+
+/**
+ * Groups records into batches and answers each record when its batch is
+ * acknowledged. One batch is in flight at a time; records that arrive
+ * meanwhile form the next one, so the batch size follows the load.
+ * Every record settles exactly once: acknowledged, failed, or timed out.
+ */
+export class MicroBatcher {
+  private queue: Entry[] = []
+  private inFlight: Entry[] | undefined
+  private lingerTimer: NodeJS.Timeout | undefined
+  private deadlineTimer: NodeJS.Timeout | undefined
+  private deadlineAt = Infinity
+  private readonly now: () => number
+
+  constructor (private readonly options: BatcherOptions) {
+    this.now = options.now ?? Date.now
+  }
+
+  get pending (): number {
+    return this.queue.length + (this.inFlight?.length ?? 0)
+  }
+
+  add (message: BusMessage): Promise<void> {
+    if (this.pending >= this.options.maxPending) {
+      return Promise.reject(new GatewayError('overloaded', 'Too many records pending; retry later', {
+        headers: { 'retry-after': '1' },
+        details: { detail: `${this.pending} records awaiting acknowledgment` }
+      }))
+    }
+    return new Promise((resolve, reject) => {
+      const entry: Entry = { message, deadline: this.now() + this.options.timeoutMs, settled: false, resolve, reject }
+      this.queue.push(entry)
+      this.armDeadline(entry.deadline)
+      if (this.inFlight) return
+      if (this.queue.length >= this.options.maxBatch) this.flush()
+      else this.lingerTimer ??= setTimeout(() => this.flush(), this.options.lingerMs)
+    })
+  }
+
+  /** Sends what is queued and resolves when nothing is pending (shutdown). */
+  async drain (): Promise<void> {
+    while (this.pending > 0) {
+      if (!this.inFlight) this.flush()
+      await new Promise(resolve => setImmediate(resolve))
+    }
+  }
+
+  private flush (): void {
+    clearTimeout(this.lingerTimer)
+    this.lingerTimer = undefined
+    if (this.inFlight || this.queue.length === 0) return
+    const batch = this.queue.length <= this.options.maxBatch ? this.queue : this.queue.slice(0, this.options.maxBatch)
+    this.queue = batch === this.queue ? [] : this.queue.slice(batch.length)
+    this.inFlight = batch
+    this.options.publish(batch.map(e => e.message)).then(
+      () => this.settle(batch, undefined),
+      err => this.settle(batch, publishFailed((err as Error).message ?? String(err)))
+    )
+  }
+
+  private settle (batch: Entry[], err: GatewayError | undefined): void {
+    for (const e of batch) {
+      if (e.settled) continue
+      e.settled = true
+      if (err) e.reject(err)
+      else e.resolve()
+    }
+    this.inFlight = undefined
+    // Records that queued behind this batch have waited long enough already.
+    if (this.queue.length > 0) this.flush()
+    else this.disarmDeadline()
+  }
+
+  private armDeadline (deadline: number): void {
+    if (deadline >= this.deadlineAt) return
+    clearTimeout(this.deadlineTimer)
+    this.deadlineAt = deadline
+    this.deadlineTimer = setTimeout(() => this.expire(), Math.max(0, deadline - this.now())).unref()
+  }
+
+  private disarmDeadline (): void {
+    clearTimeout(this.deadlineTimer)
+    this.deadlineAt = Infinity
+  }
+
+  /** Fails every record past its deadline, in flight or queued; the oldest come first. */
+  private expire (): void {
+    this.deadlineAt = Infinity
+    const now = this.now()
+    const timeout = publishFailed(`no acknowledgment within ${this.options.timeoutMs} ms`)
+    for (const e of this.inFlight ?? []) {
+      if (!e.settled && e.deadline <= now) { e.settled = true; e.reject(timeout) }
+    }
+    let expired = 0
+    while (expired < this.queue.length && this.queue[expired]!.deadline <= now) {
+      const e = this.queue[expired++]!
+      e.settled = true
+      e.reject(timeout)
+    }
+    if (expired > 0) this.queue = this.queue.slice(expired)
+    const next = Math.min(this.inFlight?.find(e => !e.settled)?.deadline ?? Infinity, this.queue[0]?.deadline ?? Infinity)
+    if (next !== Infinity) this.armDeadline(next)
+  }
+}
+
+function publishFailed (detail: string): GatewayError {
+  return new GatewayError('publish_failed', 'Failed to publish message', { details: { detail } })
+}

@@ -1,0 +1,38 @@
+import type { TokenVerifier } from '../auth/index.js'
+import type { Bus } from '../bus/index.js'
+import type { Config } from '../config/index.js'
+import { GatewayError, type Reply, type RequestContext, type Route } from '../http/index.js'
+import { MicroBatcher } from './batcher.js'
+import { recordErrors, toMessage, type AssetTrackingData } from './record.js'
+
+export const TELEMETRY_SCOPE = 'asset:track:write'
+const SUCCESS: Reply = { status: 200, body: { status: 'success', message: 'message sent successfully' } }
+
+/** `POST /v1/asset/track`: authenticate, validate, batch onto the bus, answer on acknowledgment. */
+export class TelemetryService {
+  readonly batcher: MicroBatcher
+
+  constructor (private readonly config: Config, bus: Bus, private readonly verifier: TokenVerifier) {
+    this.batcher = new MicroBatcher({
+      maxBatch: config.telemetryBatchMax,
+      lingerMs: config.telemetryLingerMs,
+      maxPending: config.telemetryMaxPending,
+      timeoutMs: config.telemetryPublishTimeoutMs,
+      publish: messages => bus.publish(config.topicTelemetry, messages)
+    })
+  }
+
+  routes (): Route[] {
+    return [{ method: 'POST', path: '/v1/asset/track', body: 'json', bodyLimit: this.config.telemetryMaxBody, errors: 'telemetry', handler: ctx => this.track(ctx) }]
+  }
+
+  private async track (ctx: RequestContext): Promise<Reply> {
+    const claims = await this.verifier.verify(ctx.headers['authorization'], TELEMETRY_SCOPE)
+    const record = ctx.json()
+    const errors = recordErrors(record, ctx.headers)
+    if (Object.keys(errors).length > 0) throw new GatewayError('validation_error', 'Validation failed', { details: errors })
+    const message = toMessage(record as AssetTrackingData, ctx.rawBody!, claims.client_id, ctx.requestId, new Date().toISOString())
+    await this.batcher.add(message)
+    return SUCCESS
+  }
+}

@@ -1,0 +1,69 @@
+import t from 'tap'
+import { MicroBatcher, type BatcherOptions } from '../../src/telemetry/index.js'
+import type { BusMessage } from '../../src/bus/index.js'
+
+const msg = (i: number): BusMessage => ({ key: `k${i % 3}`, value: String(i), headers: {} })
+
+function batcher (overrides: Partial<BatcherOptions> & Pick<BatcherOptions, 'publish'>): MicroBatcher {
+  return new MicroBatcher({ maxBatch: 3, lingerMs: 1, maxPending: 100, timeoutMs: 5000, ...overrides })
+}
+
+t.test('batches by count, one batch in flight, order kept', async t => {
+  const batches: string[][] = []
+  let inFlight = 0
+  let maxInFlight = 0
+  const b = batcher({
+    publish: async messages => {
+      inFlight++
+      maxInFlight = Math.max(maxInFlight, inFlight)
+      batches.push(messages.map(m => m.value as string))
+      await new Promise(resolve => setImmediate(resolve))
+      inFlight--
+    }
+  })
+  await Promise.all(Array.from({ length: 7 }, (_, i) => b.add(msg(i))))
+  t.same(batches, [['0', '1', '2'], ['3', '4', '5'], ['6']])
+  t.equal(maxInFlight, 1, 'never two sends at once')
+  t.equal(b.pending, 0)
+})
+
+t.test('a partial batch leaves after the linger time', async t => {
+  const batches: number[] = []
+  const b = batcher({ maxBatch: 500, lingerMs: 5, publish: async m => { batches.push(m.length) } })
+  const p = b.add(msg(1))
+  t.same(batches, [], 'not sent synchronously')
+  await p
+  t.same(batches, [1])
+})
+
+t.test('a failed send fails every record of the batch with the cause', async t => {
+  const b = batcher({ publish: async () => { throw new Error('broker unreachable') } })
+  const results = await Promise.allSettled([b.add(msg(1)), b.add(msg(2))])
+  for (const r of results) {
+    t.equal(r.status, 'rejected')
+    t.match((r as PromiseRejectedResult).reason, { code: 'publish_failed', status: 500, message: 'Failed to publish message', details: { detail: 'broker unreachable' } })
+  }
+})
+
+t.test('records time out in flight and in the queue; a full queue is refused with 503', async t => {
+  let release: () => void = () => {}
+  const b = batcher({ maxBatch: 2, maxPending: 4, timeoutMs: 30, publish: () => new Promise(resolve => { release = resolve }) })
+  const first = [b.add(msg(1)), b.add(msg(2))]
+  const queued = [b.add(msg(3)), b.add(msg(4))]
+  await t.rejects(b.add(msg(5)), { code: 'overloaded', status: 503, headers: { 'retry-after': '1' } })
+  for (const p of [...first, ...queued]) await t.rejects(p, { code: 'publish_failed', details: { detail: 'no acknowledgment within 30 ms' } })
+  t.equal(b.pending, 2, 'the in-flight send still counts until the broker answers')
+  release()
+  await b.drain()
+  t.equal(b.pending, 0)
+})
+
+t.test('an acknowledgment after the timeout does not answer twice', async t => {
+  let release: () => void = () => {}
+  const b = batcher({ timeoutMs: 20, publish: () => new Promise(resolve => { release = resolve }) })
+  const p = b.add(msg(1))
+  await t.rejects(p, { code: 'publish_failed' })
+  release()
+  await b.drain()
+  t.equal(b.pending, 0)
+})

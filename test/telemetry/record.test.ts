@@ -1,0 +1,123 @@
+import t from 'tap'
+import { readFileSync } from 'node:fs'
+import { recordErrors, toMessage, type AssetTrackingData } from '../../src/telemetry/index.js'
+
+const example = JSON.parse(readFileSync(new URL('../fixtures/asset-track.json', import.meta.url), 'utf8')) as AssetTrackingData
+const headers = { 'content-type': 'application/json', 'x-request-id': 'req-1', 'x-request-timestamp': '1763799330' }
+const clone = (): any => structuredClone(example)
+
+/** Applies `change` to a copy of the example and returns the errors. */
+function errorsAfter (change: (r: any) => void, h: Record<string, string> = headers): Record<string, string> {
+  const r = clone()
+  change(r)
+  return recordErrors(r, h)
+}
+
+t.test('the full example record is valid', async t => {
+  t.same(recordErrors(example, headers), {})
+  t.same(recordErrors({ asset_id: 'a', timestamp: '2026-01-01T00:00:00Z' }, headers), {}, 'only asset_id and timestamp are required')
+})
+
+// [description, change that must pass, change that must fail, expected key, message pattern]
+const rules: Array<[string, (r: any) => void, (r: any) => void, string, RegExp]> = [
+  ['asset_id required and non-blank', r => { r.asset_id = 'x' }, r => { r.asset_id = '   ' }, 'assetId', /non-blank/],
+  ['asset_id is a string', r => { r.asset_id = 'a-1' }, r => { r.asset_id = 42 }, 'assetId', /non-blank string/],
+  ['timestamp with offset', r => { r.timestamp = '2026-11-22T10:15:30+02:00' }, r => { r.timestamp = '2026-11-22T10:15:30' }, 'timestamp', /timezone/],
+  ['timestamp basic offset and no seconds', r => { r.timestamp = '2026-11-22T10:15+0200' }, r => { r.timestamp = '2026-02-30T10:15:00Z' }, 'timestamp', /ISO 8601/],
+  ['timestamp is a string', r => { r.timestamp = '2026-11-22T10:15:30.5Z' }, r => { r.timestamp = 1763799330 }, 'timestamp', /ISO 8601/],
+  ['year integer', r => { r.year = 1999 }, r => { r.year = 1999.5 }, 'year', /integer/],
+  ['type string', r => { r.type = 'container' }, r => { r.type = 7 }, 'type', /string/],
+  ['owner string', r => { r.owner = 'x' }, r => { r.owner = ['x'] }, 'owner', /string/],
+  ['gps object', r => { r.gps = {} }, r => { r.gps = 'here' }, 'gps', /object/],
+  ['latitude -90..90', r => { r.gps.latitude = -90 }, r => { r.gps.latitude = 90.0001 }, 'gps.latitude', /between -90 and 90/],
+  ['longitude -180..180', r => { r.gps.longitude = 180 }, r => { r.gps.longitude = -180.5 }, 'gps.longitude', /between -180 and 180/],
+  ['heading 0..360', r => { r.gps.heading = 360 }, r => { r.gps.heading = -1 }, 'gps.heading', /between 0 and 360/],
+  ['speed >= 0', r => { r.gps.speed = 0 }, r => { r.gps.speed = -3 }, 'gps.speed', />= 0/],
+  ['accuracy >= 0', r => { r.gps.accuracy = 0 }, r => { r.gps.accuracy = -1 }, 'gps.accuracy', />= 0/],
+  ['altitude number (may be negative)', r => { r.gps.altitude = -30 }, r => { r.gps.altitude = 'high' }, 'gps.altitude', /number/],
+  ['x_axis -3..3', r => { r.sensors.acceleration.x_axis = -3 }, r => { r.sensors.acceleration.x_axis = 3.1 }, 'sensors.acceleration.xAxis', /between -3 and 3/],
+  ['y_axis -3..3', r => { r.sensors.acceleration.y_axis = 3 }, r => { r.sensors.acceleration.y_axis = -4 }, 'sensors.acceleration.yAxis', /between -3 and 3/],
+  ['z_axis -3..3', r => { r.sensors.acceleration.z_axis = 0 }, r => { r.sensors.acceleration.z_axis = 9.81 }, 'sensors.acceleration.zAxis', /between -3 and 3/],
+  ['g_force 0..5', r => { r.sensors.acceleration.g_force = 5 }, r => { r.sensors.acceleration.g_force = -0.1 }, 'sensors.acceleration.gForce', /between 0 and 5/],
+  ['rotation_rate_x -10..10', r => { r.sensors.gyroscope.rotation_rate_x = 10 }, r => { r.sensors.gyroscope.rotation_rate_x = 11 }, 'sensors.gyroscope.rotationRateX', /between -10 and 10/],
+  ['rotation_rate_y -10..10', r => { r.sensors.gyroscope.rotation_rate_y = -10 }, r => { r.sensors.gyroscope.rotation_rate_y = -10.5 }, 'sensors.gyroscope.rotationRateY', /between -10 and 10/],
+  ['rotation_rate_z -10..10', r => { r.sensors.gyroscope.rotation_rate_z = 0 }, r => { r.sensors.gyroscope.rotation_rate_z = 100 }, 'sensors.gyroscope.rotationRateZ', /between -10 and 10/],
+  ['odometer >= 0', r => { r.sensors.odometer = 0 }, r => { r.sensors.odometer = -5 }, 'sensors.odometer', />= 0/],
+  ['engine_status 0 or 1', r => { r.sensors.engine_status = 0 }, r => { r.sensors.engine_status = 2 }, 'sensors.engineStatus', /1 \(on\) or 0 \(off\)/],
+  ['telecom object', r => { r.telecom = { any: 'thing' } }, r => { r.telecom = 'lte' }, 'telecom', /object/],
+  ['driver_info object', r => { r.driver_info = {} }, r => { r.driver_info = null }, 'driverInfo', /object/],
+  ['co_driver_info object', r => { r.co_driver_info = {} }, r => { r.co_driver_info = [] }, 'coDriverInfo', /object/],
+  ['peripherals object', r => { r.peripherals = {} }, r => { r.peripherals = 1 }, 'peripherals', /object/],
+  ['metrics.schema required', r => { r.metrics.schema = 'svc.metrics@1.0' }, r => { delete r.metrics.schema }, 'metrics.schema', /is required/],
+  ['metrics.schema value', r => { r.metrics.schema = 'svc.metrics@1.0' }, r => { r.metrics.schema = 'svc.metrics@2.0' }, 'metrics.schema', /must equal svc\.metrics@1\.0/],
+  ['metrics.items required', r => { r.metrics.items = [{ k: 'a.b', v: 1 }] }, r => { delete r.metrics.items }, 'metrics.items', /is required/],
+  ['metrics.items at least 1', r => { r.metrics.items = [{ k: 'a.b', v: 1 }] }, r => { r.metrics.items = [] }, 'metrics.items', /1 to 200/],
+  ['metrics.items at most 200', r => { r.metrics.items = Array.from({ length: 200 }, () => ({ k: 'a.b', v: 1 })) }, r => { r.metrics.items = Array.from({ length: 201 }, () => ({ k: 'a.b', v: 1 })) }, 'metrics.items', /1 to 200/],
+  ['metric key pattern', r => { r.metrics.items[3].k = 'a.b_2.c.d.e.f' }, r => { r.metrics.items[3].k = 'Engine.RPM' }, 'metrics.items[3].k', /2 to 6 dot-separated/],
+  ['metric key one segment', r => { r.metrics.items[0].k = 'engine.rpm' }, r => { r.metrics.items[0].k = 'rpm' }, 'metrics.items[0].k', /2 to 6/],
+  ['metric key seven segments', r => { r.metrics.items[0].k = 'a.b.c.d.e.f' }, r => { r.metrics.items[0].k = 'a.b.c.d.e.f.g' }, 'metrics.items[0].k', /2 to 6/],
+  ['metric k required', r => { r.metrics.items[1].k = 'x.y' }, r => { delete r.metrics.items[1].k }, 'metrics.items[1].k', /is required/],
+  ['metric v required', r => { r.metrics.items[1].v = { nested: true } }, r => { delete r.metrics.items[1].v }, 'metrics.items[1].v', /is required/],
+  ['metric v not null', r => { r.metrics.items[1].v = [1, 2] }, r => { r.metrics.items[1].v = null }, 'metrics.items[1].v', /number, boolean, string, object or array/],
+  ['metric src enum', r => { r.metrics.items[0].src = 'j1939' }, r => { r.metrics.items[0].src = 'gps' }, 'metrics.items[0].src', /obd2, j1939, can, oem, derived, unknown/],
+  ['metric q enum', r => { r.metrics.items[0].q = 'missing' }, r => { r.metrics.items[0].q = 'good' }, 'metrics.items[0].q', /ok, estimated, stale, invalid, missing/],
+  ['metric ts RFC 3339', r => { r.metrics.items[0].ts = '2026-11-22T08:00:00.1-05:00' }, r => { r.metrics.items[0].ts = '2026-11-22 08:00' }, 'metrics.items[0].ts', /RFC 3339/],
+  ['metric u string', r => { r.metrics.items[0].u = 'rpm' }, r => { r.metrics.items[0].u = 1 }, 'metrics.items[0].u', /string/],
+  ['metric meta object', r => { r.metrics.items[0].meta = { spn: 190 } }, r => { r.metrics.items[0].meta = 'x' }, 'metrics.items[0].meta', /object/],
+  ['metrics.seq integer', r => { r.metrics.seq = 0 }, r => { r.metrics.seq = 'one' }, 'metrics.seq', /integer/],
+  ['metrics.device_ts RFC 3339', r => { r.metrics.device_ts = '2026-11-22T08:15:29Z' }, r => { r.metrics.device_ts = 'yesterday' }, 'metrics.deviceTs', /RFC 3339/],
+  ['metrics.capabilities object', r => { r.metrics.capabilities = {} }, r => { r.metrics.capabilities = true }, 'metrics.capabilities', /object/],
+  ['event_type required', r => { r.events[0].event_type = 'impact' }, r => { delete r.events[0].event_type }, 'events[0].eventType', /is required/],
+  ['event_type free-form but non-empty', r => { r.events[0].event_type = 'custom_thing' }, r => { r.events[0].event_type = '' }, 'events[0].eventType', /fewer than 1|at least|NOT have fewer/],
+  ['event timestamp required', r => { r.events[0].timestamp = '2026-11-22T08:15:29+00:00' }, r => { delete r.events[0].timestamp }, 'events[0].timestamp', /is required/],
+  ['event timestamp ISO 8601', r => { r.events[0].timestamp = '2026-11-22T08:15:29Z' }, r => { r.events[0].timestamp = '22/11/2026' }, 'events[0].timestamp', /ISO 8601/],
+  ['event severity enum', r => { r.events[0].severity = 'low' }, r => { r.events[0].severity = 'critical' }, 'events[0].severity', /low, medium, high/],
+  ['event threshold_exceeded boolean', r => { r.events[0].threshold_exceeded = false }, r => { r.events[0].threshold_exceeded = 'yes' }, 'events[0].thresholdExceeded', /boolean/],
+  ['event g_force 0..5', r => { r.events[0].additional_info.g_force = 0 }, r => { r.events[0].additional_info.g_force = 5.5 }, 'events[0].additionalInfo.gForce', /between 0 and 5/],
+  ['event speed_at_event 0..250', r => { r.events[0].additional_info.speed_at_event = 250 }, r => { r.events[0].additional_info.speed_at_event = 251 }, 'events[0].additionalInfo.speedAtEvent', /between 0 and 250/],
+  ['event cargo_weight 0..20000', r => { r.events[0].additional_info.cargo_weight = 20000 }, r => { r.events[0].additional_info.cargo_weight = -1 }, 'events[0].additionalInfo.cargoWeight', /between 0 and 20000/],
+  ['events is an array', r => { r.events = [] }, r => { r.events = {} }, 'events', /array/],
+  ['events at most 1000', r => { r.events = Array.from({ length: 1000 }, () => ({ event_type: 'x', timestamp: '2026-01-01T00:00:00Z' })) }, r => { r.events = Array.from({ length: 1001 }, () => ({ event_type: 'x', timestamp: '2026-01-01T00:00:00Z' })) }, 'events', /more than 1000/]
+]
+
+for (const [name, pass, fail, key, message] of rules) {
+  t.test(name, async t => {
+    t.same(errorsAfter(pass), {}, 'passes')
+    const errors = errorsAfter(fail)
+    t.match(errors[key], message, `fails as ${key}`)
+  })
+}
+
+t.test('required headers, keyed in the spec form', async t => {
+  t.same(recordErrors(example, {}), { contentType: 'must be application/json', xRequestId: 'is required', xRequestTimestamp: 'is required' })
+  t.same(recordErrors(example, { ...headers, 'content-type': 'application/json; charset=utf-8' }), {})
+  t.same(recordErrors(example, { ...headers, 'content-type': 'text/plain' }), { contentType: 'must be application/json' })
+  t.same(recordErrors(example, { ...headers, 'x-request-timestamp': '2026-11-22T08:00:00Z' }), { xRequestTimestamp: 'must be Unix epoch seconds (an integer)' })
+  t.same(recordErrors(example, { ...headers, 'x-request-timestamp': '1.5' }), { xRequestTimestamp: 'must be Unix epoch seconds (an integer)' })
+  t.same(recordErrors(example, { ...headers, 'x-request-timestamp': '1' }), {}, 'an old record is never refused for its age')
+})
+
+t.test('all errors are reported at once', async t => {
+  const errors = recordErrors({ asset_id: '', gps: { latitude: 100, longitude: 200 }, metrics: { schema: 'x', items: [] } }, { ...headers, 'x-request-id': '' })
+  t.same(Object.keys(errors).sort(), ['assetId', 'gps.latitude', 'gps.longitude', 'metrics.items', 'metrics.schema', 'timestamp', 'xRequestId'])
+})
+
+t.test('a body that is not an object', async t => {
+  t.same(recordErrors([1], headers), { body: 'must be a JSON object' })
+  t.same(recordErrors('x', headers), { body: 'must be a JSON object' })
+})
+
+t.test('the published value is the record as received plus our fields', async t => {
+  const raw = Buffer.from(JSON.stringify(example, null, 2) + '\n')
+  const m = toMessage(example, raw, 'fleet-1', 'req-9', '2026-11-22T08:15:31.000Z')
+  t.equal(m.key, 'truck-0042')
+  t.same(m.headers, { 'x-request-id': 'req-9', 'client-id': 'fleet-1', schema: 'asset-tracking-data@1' })
+  const value = JSON.parse(m.value as string)
+  t.same(value, { ...example, client_id: 'fleet-1', received_at: '2026-11-22T08:15:31.000Z', request_id: 'req-9' })
+  t.equal(value.firmware.version, '4.2.0', 'unknown fields are kept')
+  t.ok((m.value as string).startsWith(raw.toString().slice(0, raw.lastIndexOf('}'))), 'the received bytes are kept as they were')
+
+  const spoof = { ...example, client_id: 'someone-else' }
+  const fixed = JSON.parse(toMessage(spoof, Buffer.from(JSON.stringify(spoof)), 'fleet-1', 'r', 'now').value as string)
+  t.equal(fixed.client_id, 'fleet-1', 'a client_id in the body never overrides the token')
+})

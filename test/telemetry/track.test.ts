@@ -1,0 +1,113 @@
+import t from 'tap'
+import { readFileSync } from 'node:fs'
+import '../helpers/no-keepalive.js'
+import { LocalBus } from '../../src/bus/index.js'
+import { openState } from '../../src/storage/index.js'
+import { startTestGateway, login, NO_SCOPE_CLIENT, CLIENT } from '../helpers/gateway.js'
+import { runGateway } from '../helpers/child.js'
+
+const example = readFileSync(new URL('../fixtures/asset-track.json', import.meta.url), 'utf8')
+
+async function setup (t: any, env: Record<string, string> = {}) {
+  const gw = await startTestGateway(t, env)
+  const token = await login(gw.url)
+  const track = async (body: string, headers: Record<string, string> = {}) => {
+    const res = await fetch(`${gw.url}/v1/asset/track`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'x-request-id': `req-${Math.random()}`, 'x-request-timestamp': '1763799330', ...headers },
+      body
+    })
+    return { status: res.status, body: await res.json() as any, headers: res.headers }
+  }
+  const published = async () => {
+    const state = openState(gw.dataDir)
+    try {
+      return [...new LocalBus(state).read('asset.telemetry.v1')]
+    } finally {
+      await state.close()
+    }
+  }
+  return { ...gw, token, track, published }
+}
+
+t.test('a valid record is answered 200 once the local bus has it', async t => {
+  const { track, published } = await setup(t)
+  const res = await track(example, { 'x-request-id': 'trace-1' })
+  t.equal(res.status, 200)
+  t.same(res.body, { status: 'success', message: 'message sent successfully' })
+  t.equal(res.headers.get('x-request-id'), 'trace-1')
+  const [m, ...rest] = await published()
+  t.equal(rest.length, 0)
+  t.equal(m!.key, 'truck-0042')
+  t.same(m!.headers, { 'x-request-id': 'trace-1', 'client-id': CLIENT.client_id, schema: 'asset-tracking-data@1' })
+  const value = JSON.parse(m!.value as string)
+  t.equal(value.client_id, CLIENT.client_id)
+  t.equal(value.request_id, 'trace-1')
+  t.match(value.received_at, /^\d{4}-\d{2}-\d{2}T/)
+  t.same(value.firmware, { version: '4.2.0' }, 'unknown fields are published as received')
+})
+
+t.test('bad input gets the exact status and body, and nothing is published', async t => {
+  const { url, track, published } = await setup(t, { TELEMETRY_MAX_BODY: '4096' })
+  const invalid = await track(JSON.stringify({ asset_id: ' ', timestamp: 'now', gps: { latitude: 91 } }))
+  t.equal(invalid.status, 400)
+  t.same(invalid.body, {
+    status: 'validation_error',
+    message: 'Validation failed',
+    errors: { assetId: 'must be a non-blank string', timestamp: 'must be an ISO 8601 timestamp with a timezone', 'gps.latitude': 'must be a number between -90 and 90 degrees' }
+  })
+  const noHeaders = await track(example, { 'x-request-id': '', 'x-request-timestamp': 'x' })
+  t.same(noHeaders.body.errors, { xRequestId: 'is required', xRequestTimestamp: 'must be Unix epoch seconds (an integer)' })
+  const notJson = await track('{"asset_id": ')
+  t.same([notJson.status, notJson.body], [400, { status: 'validation_error', message: 'request body is not valid JSON', errors: { body: 'must be valid JSON' } }])
+  const tooBig = await track(JSON.stringify({ asset_id: 'a', timestamp: '2026-01-01T00:00:00Z', pad: 'x'.repeat(5000) }))
+  t.same([tooBig.status, tooBig.body], [413, { status: 'validation_error', message: 'request body exceeds 4096 bytes', errors: { body: 'must not exceed 4096 bytes' } }])
+
+  const noToken = await fetch(`${url}/v1/asset/track`, { method: 'POST', body: example, headers: { 'content-type': 'application/json' } })
+  t.equal(noToken.status, 401)
+  t.same(await noToken.json(), { status: 'error', message: 'missing bearer token' })
+  t.equal(noToken.headers.get('www-authenticate'), 'Bearer')
+  const badToken = await track(example, { authorization: 'Bearer abc.def.ghi' })
+  t.equal(badToken.status, 401, 'an invalid token is 401 even before the body is looked at')
+  const readerToken = await login(url, NO_SCOPE_CLIENT)
+  const noScope = await track(example, { authorization: `Bearer ${readerToken}` })
+  t.same([noScope.status, noScope.body], [403, { status: 'error', message: 'token lacks scope asset:track:write' }])
+
+  t.same(await published(), [], 'nothing was published for any bad request')
+})
+
+t.test('per-asset order is kept across many concurrent requests', async t => {
+  const { track, published } = await setup(t)
+  const record = JSON.parse(example)
+  const sends = []
+  for (let i = 0; i < 60; i++) sends.push(track(JSON.stringify({ ...record, asset_id: `asset-${i % 3}`, seq: i })))
+  const results = await Promise.all(sends)
+  t.ok(results.every(r => r.status === 200))
+  const seen = await published()
+  t.equal(seen.length, 60)
+  for (const a of ['asset-0', 'asset-1', 'asset-2']) {
+    const seqs = seen.filter(m => m.key === a).map(m => JSON.parse(m.value as string).seq)
+    t.same(seqs, [...seqs].sort((x, y) => x - y), `${a} in order`)
+  }
+})
+
+t.test('gateway tail prints the local log as JSON lines', async t => {
+  const { track, dataDir } = await setup(t)
+  await track(example, { 'x-request-id': 'a' })
+  await track(example, { 'x-request-id': 'b' })
+  const all = await runGateway(['tail', 'asset.telemetry.v1'], { DATA_DIR: dataDir })
+  t.equal(all.code, 0, all.stderr)
+  const lines = all.stdout.trim().split('\n').map(l => JSON.parse(l))
+  t.same(lines.map(l => [l.offset, l.key, l.headers['x-request-id']]), [[0, 'truck-0042', 'a'], [1, 'truck-0042', 'b']])
+  t.equal(lines[0].value.asset_id, 'truck-0042')
+  const from = await runGateway(['tail', 'asset.telemetry.v1', '--from', '1'], { DATA_DIR: dataDir })
+  t.equal(from.stdout.trim().split('\n').length, 1)
+})
+
+t.test('the schema is served in /openapi.json', async t => {
+  const { url } = await setup(t)
+  const doc = await (await fetch(`${url}/openapi.json`)).json() as any
+  t.equal(doc.openapi, '3.1.0')
+  t.equal(doc.components.schemas.AssetTrackingData.properties.metrics.properties.items.maxItems, 200)
+  t.ok(doc.paths['/v1/asset/track'].post)
+})
