@@ -1,0 +1,43 @@
+import t from 'tap'
+import { randomUUID } from 'node:crypto'
+import { readFileSync } from 'node:fs'
+import '../helpers/no-keepalive.js'
+import { startTestGateway, login, CLIENT } from '../helpers/gateway.js'
+import { sharedInfra } from '../helpers/infra.js'
+import { consume } from '../helpers/kafka.js'
+
+const example = JSON.parse(readFileSync(new URL('../fixtures/asset-track.json', import.meta.url), 'utf8'))
+
+t.test('records reach the real Kafka with key, headers and per-asset order', async t => {
+  const infra = sharedInfra(t)
+  if (!infra) return
+  const topic = `telemetry-${randomUUID()}`
+  const { url } = await startTestGateway(t, { BUS: 'kafka', KAFKA_BROKERS: infra.KAFKA_BROKERS, TOPIC_TELEMETRY: topic, KAFKA_TOPIC_PARTITIONS: '3' })
+  const token = await login(url)
+  const send = (i: number) => fetch(`${url}/v1/asset/track`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'x-request-id': `req-${i}`, 'x-request-timestamp': '1763799330' },
+    body: JSON.stringify({ ...example, asset_id: `asset-${i % 4}`, seq: i })
+  })
+  const statuses = await Promise.all(Array.from({ length: 80 }, (_, i) => send(i).then(r => r.status)))
+  t.same(new Set(statuses), new Set([200]), 'every record answered 200')
+
+  const messages = await consume(infra.KAFKA_BROKERS, topic, 80)
+  t.equal(messages.length, 80, 'every answered record is in Kafka')
+  for (const m of messages) {
+    const value = JSON.parse(m.value)
+    t.equal(m.key, value.asset_id)
+    t.equal(m.headers['x-request-id'], `req-${value.seq}`)
+    t.equal(m.headers['client-id'], CLIENT.client_id)
+    t.equal(m.headers['schema'], 'asset-tracking-data@1')
+    t.equal(value.client_id, CLIENT.client_id)
+  }
+  for (let a = 0; a < 4; a++) {
+    const mine = messages.filter(m => m.key === `asset-${a}`)
+    t.equal(new Set(mine.map(m => m.partition)).size, 1, `asset-${a} stays on one partition`)
+    const seqs = mine.sort((x, y) => Number(x.offset) - Number(y.offset)).map(m => JSON.parse(m.value).seq)
+    t.same(seqs, [...seqs].sort((x, y) => x - y), `asset-${a} in the order it was answered`)
+  }
+  const ready = await (await fetch(`${url}/health/ready`)).json() as any
+  t.same(ready.components.bus, { ready: true })
+})
