@@ -1,5 +1,6 @@
 import { Readable } from 'node:stream'
 import type { HttpResponse } from 'uWebSockets.js'
+import { GatewayError } from './errors.js'
 
 /** uWS neuters the ArrayBuffer when the callback returns, so every chunk is copied out. */
 export function copyChunk (chunk: ArrayBuffer): Buffer {
@@ -18,13 +19,13 @@ export class BodyAbortedError extends Error {
  * A request body as a Node Readable, fed by uWS onData. When the consumer
  * falls behind (push() returns false) the socket is paused, and resumed on
  * the next read, so a slow storage backend slows the client down instead of
- * filling memory.
+ * filling memory. Past `limit` bytes the stream fails with 413.
  */
 export class BodyStream extends Readable {
   private paused = false
   private received = 0
 
-  constructor (private readonly res: HttpResponse, private readonly isLive: () => boolean, highWaterMark: number) {
+  constructor (private readonly res: HttpResponse, private readonly isLive: () => boolean, highWaterMark: number, private readonly limit: number) {
     super({ highWaterMark })
   }
 
@@ -37,6 +38,10 @@ export class BodyStream extends Readable {
     if (this.destroyed) return
     if (chunk.byteLength > 0) {
       this.received += chunk.byteLength
+      if (this.received > this.limit) {
+        this.destroy(payloadTooLarge(this.limit))
+        return
+      }
       if (!this.push(copyChunk(chunk)) && !isLast && !this.paused && this.isLive()) {
         this.paused = true
         this.res.pause()
@@ -51,6 +56,10 @@ export class BodyStream extends Readable {
       if (this.isLive()) this.res.resume()
     }
   }
+}
+
+export function payloadTooLarge (limit: number): GatewayError {
+  return new GatewayError('payload_too_large', `request body exceeds ${limit} bytes`, { details: { body: `must not exceed ${limit} bytes` } })
 }
 
 export interface BodyLimitExceeded {

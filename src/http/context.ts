@@ -36,6 +36,8 @@ export class RequestContext {
   /** The whole body, for `body: 'json'` routes; parse it with json(). */
   rawBody: Buffer | undefined = undefined
   stream: BodyStream | undefined = undefined
+  /** False while a request body is still arriving. */
+  bodyComplete = true
   private parsed: { value: unknown } | undefined
   private state: 'open' | 'streaming' | 'done' | 'aborted' = 'open'
   private streamStatus = 200

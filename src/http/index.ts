@@ -3,7 +3,7 @@ export { RequestContext, CLIENT_CLOSED, type Reply, type Headers } from './conte
 export { GatewayError, isGatewayError, toGatewayError, errorStatus, type ErrorCode } from './errors.js'
 export { errorBody, type ErrorDialect } from './error-bodies.js'
 export { Router } from './router.js'
-export { BodyStream, BodyAbortedError, copyChunk } from './body.js'
+export { BodyStream, BodyAbortedError, copyChunk, payloadTooLarge } from './body.js'
 export { loadUws, UwsFallbackError } from './uws.js'
 export { statusLine } from './status.js'
 export { compileSchema, errorMap, errorKey, camelKey } from './validation.js'

@@ -1,7 +1,7 @@
 import type * as UWS from 'uWebSockets.js'
 import type { Logger } from 'pino'
 import { Counter, Histogram, type Registry } from 'prom-client'
-import { BodyStream, collectBody } from './body.js'
+import { BodyStream, collectBody, payloadTooLarge } from './body.js'
 import { RequestContext, type Reply } from './context.js'
 import { GatewayError, toGatewayError } from './errors.js'
 import { errorBody, type ErrorDialect } from './error-bodies.js'
@@ -129,27 +129,31 @@ export class HttpServer {
     ctx.route = entry.label
     ctx.quiet = entry.route.quiet === true
     const mode = entry.route.body ?? 'none'
+    if (mode !== 'none' && Number(ctx.headers['content-length']) > entry.limit) {
+      this.fail(ctx, entry, payloadTooLarge(entry.limit))
+      return
+    }
+    if (mode !== 'none') ctx.bodyComplete = false
     if (mode === 'json') this.readJson(ctx, entry)
     else {
       if (mode === 'stream') {
-        ctx.stream = new BodyStream(res, () => ctx.live, this.options.streamHighWaterMark ?? 256 * 1024)
-        const stream = ctx.stream
-        res.onData((chunk, isLast) => stream.feed(chunk, isLast))
+        const stream = new BodyStream(res, () => ctx.live, this.options.streamHighWaterMark ?? 256 * 1024, entry.limit)
+        ctx.stream = stream
+        res.onData((chunk, isLast) => {
+          if (isLast) ctx.bodyComplete = true
+          stream.feed(chunk, isLast)
+        })
       }
       this.run(ctx, entry)
     }
   }
 
   private readJson (ctx: RequestContext, entry: Entry): void {
-    const declared = Number(ctx.headers['content-length'])
-    if (declared > entry.limit) {
-      this.fail(ctx, entry, tooLarge(entry.limit), true)
-      return
-    }
     collectBody(ctx.res, entry.limit, body => {
       if (!ctx.live) return
-      if (!Buffer.isBuffer(body)) return this.fail(ctx, entry, tooLarge(entry.limit), true)
+      if (!Buffer.isBuffer(body)) return this.fail(ctx, entry, payloadTooLarge(entry.limit))
       ctx.rawBody = body
+      ctx.bodyComplete = true
       this.run(ctx, entry)
     })
   }
@@ -167,17 +171,18 @@ export class HttpServer {
   }
 
   private reply (ctx: RequestContext, reply: Reply | undefined): void {
-    if (reply) ctx.send(reply.status, reply.body, reply.headers)
+    if (reply) ctx.send(reply.status, reply.body, reply.headers, !ctx.bodyComplete)
   }
 
-  private fail (ctx: RequestContext, entry: Entry, err: unknown, closeConnection = false): void {
+  /** An answer given before the body was read closes the connection: the rest of the body would be read as the next request. */
+  private fail (ctx: RequestContext, entry: Entry, err: unknown): void {
     if (!ctx.live) {
       this.log.debug({ reqId: ctx.requestId, err }, 'error after the client left')
       return
     }
     const e = toGatewayError(err)
     if (e.status >= 500) this.log.error({ reqId: ctx.requestId, route: ctx.route, code: e.code, err: e.cause ?? e }, e.message)
-    ctx.send(e.status, errorBody(entry.dialect, e), e.headers, closeConnection)
+    ctx.send(e.status, errorBody(entry.dialect, e), e.headers, !ctx.bodyComplete)
   }
 
   private finish (ctx: RequestContext, status: number): void {
@@ -190,8 +195,4 @@ export class HttpServer {
     else this.log.info(line, 'request')
     if (--this.inFlight === 0 && this.drained) this.drained()
   }
-}
-
-function tooLarge (limit: number): GatewayError {
-  return new GatewayError('payload_too_large', `request body exceeds ${limit} bytes`, { details: { body: `must not exceed ${limit} bytes` } })
 }

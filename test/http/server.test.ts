@@ -96,6 +96,7 @@ t.test('a streamed body pauses the socket while the consumer is slow and loses n
     method: 'POST',
     path: '/upload',
     body: 'stream',
+    bodyLimit: 64 * 1024 * 1024,
     handler: async ctx => {
       await gate
       for await (const chunk of ctx.stream!) received += (chunk as Buffer).length
@@ -126,6 +127,27 @@ t.test('a streamed body pauses the socket while the consumer is slow and loses n
   t.match(text, /^HTTP\/1\.1 200 /)
   t.match(text, `{"received":${total}}`)
   socket.destroy()
+})
+
+t.test('a streamed body past its limit fails with 413, by Content-Length or by count', async t => {
+  const route = { method: 'POST' as const, path: '/s', body: 'stream' as const, bodyLimit: 1000, errors: 'evidence' as const, handler: async (ctx: RequestContext) => {
+    let n = 0
+    for await (const c of ctx.stream!) n += (c as Buffer).length
+    return { status: 200, body: { n } }
+  } }
+  const { url, port } = await serve(t, [route])
+  const declared = await fetch(`${url}/s`, { method: 'POST', body: 'x'.repeat(1001) })
+  t.same([declared.status, await declared.json()], [413, { status: 'error', code: 'payload_too_large', details: { body: 'must not exceed 1000 bytes' } }])
+  const socket = await rawConnect(port)
+  socket.write('POST /s HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n')
+  socket.write('3e8\r\n' + 'x'.repeat(1000) + '\r\n')
+  socket.write('1\r\ny\r\n')
+  const text = await readResponse(socket)
+  t.match(text, /^HTTP\/1\.1 413 /, 'counted past the limit without a Content-Length')
+  t.match(text, /payload_too_large/)
+  t.equal(socket.readableEnded || socket.destroyed, true, 'the connection is closed: the rest of the body is not read as a request')
+  const ok = await fetch(`${url}/s`, { method: 'POST', body: 'x'.repeat(1000) })
+  t.same(await ok.json(), { n: 1000 })
 })
 
 t.test('close() waits for in-flight requests and refuses new ones on kept-alive connections', async t => {

@@ -1,0 +1,70 @@
+import type { Database } from 'lmdb'
+import type { StateStore } from '../storage/index.js'
+
+export interface Acknowledgment {
+  status: 'accepted'
+  event_id: string
+  media_count: number
+}
+
+type Entry =
+  | { state: 'in_progress', started_at: number }
+  | { state: 'done', ack: Acknowledgment, expires_at: number }
+
+export type Claim =
+  | { kind: 'claimed' }
+  | { kind: 'replay', ack: Acknowledgment }
+  | { kind: 'in_progress' }
+
+/**
+ * An upload that has held its event_id this long without finishing is taken
+ * to be dead (its process crashed) and the id may be claimed again.
+ */
+export const STALE_IN_PROGRESS_MS = 15 * 60 * 1000
+
+/** (client_id, event_id) → in progress, or done with the acknowledgment to replay. */
+export class IdempotencyStore {
+  readonly db: Database<Entry, string>
+
+  constructor (private readonly state: StateStore, private readonly ttlMs: number, private readonly now: () => number = Date.now) {
+    this.db = state.openDB<Entry, string>({ name: 'evidence-idempotency' })
+  }
+
+  static key (clientId: string, eventId: string): string {
+    return `${clientId}\u0000${eventId}`
+  }
+
+  /** Atomically claims the key, or says why not (a replay, or a request still running). */
+  async claim (key: string): Promise<Claim> {
+    return this.state.transaction(() => {
+      const now = this.now()
+      const entry = this.db.get(key)
+      if (entry?.state === 'done' && entry.expires_at > now) return { kind: 'replay', ack: entry.ack }
+      if (entry?.state === 'in_progress' && now - entry.started_at < STALE_IN_PROGRESS_MS) return { kind: 'in_progress' }
+      this.db.put(key, { state: 'in_progress', started_at: now })
+      return { kind: 'claimed' }
+    })
+  }
+
+  /** Records completion; call inside the transaction that also writes the outbox entry. */
+  completeInTransaction (key: string, ack: Acknowledgment): void {
+    this.db.put(key, { state: 'done', ack, expires_at: this.now() + this.ttlMs })
+  }
+
+  async release (key: string): Promise<void> {
+    await this.db.remove(key)
+  }
+
+  /** Drops expired records; returns how many. */
+  async sweep (): Promise<number> {
+    const now = this.now()
+    let removed = 0
+    await this.state.transaction(() => {
+      for (const { key, value } of this.db.getRange()) {
+        const expired = value.state === 'done' ? value.expires_at <= now : now - value.started_at >= STALE_IN_PROGRESS_MS
+        if (expired) { this.db.remove(key); removed++ }
+      }
+    })
+    return removed
+  }
+}
