@@ -5,6 +5,7 @@ import { createBus } from './bus/index.js'
 import type { Config } from './config/index.js'
 import { HttpServer, loadUws } from './http/index.js'
 import { Readiness, opsRoutes, openApiRoute, type OpenApiPart } from './ops/index.js'
+import { EvidenceService, evidenceOpenApi } from './evidence/index.js'
 import { TelemetryService, telemetryOpenApi } from './telemetry/index.js'
 import { checkState, createObjectStore, openState } from './storage/index.js'
 
@@ -53,6 +54,12 @@ export async function startGateway (config: Config, log: Logger): Promise<Gatewa
     const objects = createObjectStore(config)
     await objects.start()
     readiness.add('storage', () => objects.probe())
+    const evidence = new EvidenceService(config, state, bus, objects, auth!.verifier, log, registry)
+    evidence.routes().forEach(r => main!.route(r))
+    evidence.start()
+    stoppers.push(() => evidence.stop())
+    readiness.add('outbox', () => evidence.outboxState())
+    openApi.push(evidenceOpenApi)
   }
   main?.route(openApiRoute(openApi))
 

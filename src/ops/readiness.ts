@@ -1,8 +1,10 @@
-export type Probe = () => Promise<void> | void
+/** Throws when the component is not ready; may return details to show (a backlog, say). */
+export type Probe = () => Promise<void | Record<string, unknown>> | void | Record<string, unknown>
 
 export interface ComponentState {
   ready: boolean
   error?: string
+  [detail: string]: unknown
 }
 
 const PROBE_TIMEOUT_MS = 2000
@@ -28,11 +30,11 @@ export class Readiness {
 async function runProbe (probe: Probe): Promise<ComponentState> {
   let timer: NodeJS.Timeout | undefined
   try {
-    await Promise.race([
+    const details = await Promise.race([
       probe(),
-      new Promise((_, reject) => { timer = setTimeout(() => reject(new Error(`no answer in ${PROBE_TIMEOUT_MS} ms`)), PROBE_TIMEOUT_MS) })
+      new Promise<never>((_, reject) => { timer = setTimeout(() => reject(new Error(`no answer in ${PROBE_TIMEOUT_MS} ms`)), PROBE_TIMEOUT_MS) })
     ])
-    return { ready: true }
+    return { ready: true, ...details }
   } catch (err) {
     return { ready: false, error: (err as Error).message }
   } finally {

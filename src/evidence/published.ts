@@ -1,0 +1,66 @@
+import type { BusMessage } from '../bus/index.js'
+import type { EventEnvelope, MediaHint } from './envelope.js'
+
+export const MEDIA_TYPES: Readonly<Record<string, string>> = { 'video/mp4': 'mp4', 'video/h264': 'h264' }
+export const EVIDENCE_SCHEMA_HEADER = 'event-envelope@1.0'
+
+export interface StoredMedia {
+  index: number
+  contentType: string
+  size: number
+  sha256: string
+  uri: string
+  etag: string
+  key: string
+}
+
+export interface PublishContext {
+  tenant: string
+  requestId: string
+  receivedAt: Date
+  playbackBaseUrl?: string | undefined
+}
+
+/**
+ * Object key `{client_id}/{yyyy}/{mm}/{dd}/{event_id}/{index}.{ext}`, dated by
+ * the time of receipt (the server's clock, not the device's). The tenant is
+ * always the token's: a subject.client_id override never chooses the prefix.
+ */
+export function objectKey (tenant: string, eventId: string, index: number, contentType: string, receivedAt: Date): string {
+  const yyyy = receivedAt.getUTCFullYear()
+  const mm = String(receivedAt.getUTCMonth() + 1).padStart(2, '0')
+  const dd = String(receivedAt.getUTCDate()).padStart(2, '0')
+  return `${tenant}/${yyyy}/${mm}/${dd}/${eventId}/${index}.${MEDIA_TYPES[contentType]}`
+}
+
+/** The envelope put on the bus: the received one plus what the server computed; never the bytes. */
+export function publishedMessage (envelope: EventEnvelope, media: StoredMedia[], ctx: PublishContext): BusMessage {
+  const hints: MediaHint[] = envelope.media ?? []
+  const clientId = envelope.subject.client_id ?? ctx.tenant
+  const value = {
+    ...envelope,
+    client_id: clientId,
+    received_at: ctx.receivedAt.toISOString(),
+    request_id: ctx.requestId,
+    media: media.map(m => {
+      const hint = hints[m.index] ?? {}
+      return {
+        index: m.index,
+        ref: hint.ref,
+        content_type: m.contentType,
+        size_bytes: m.size,
+        sha256: m.sha256,
+        duration_seconds: hint.duration_seconds,
+        source: hint.source ?? 'device',
+        uri: m.uri,
+        etag: m.etag || `"${m.sha256}"`,
+        ...(ctx.playbackBaseUrl ? { playback_url: `${ctx.playbackBaseUrl.replace(/\/$/, '')}/${m.key}` } : {})
+      }
+    })
+  }
+  return {
+    key: `${clientId}/${envelope.subject.device_id}`,
+    value: JSON.stringify(value),
+    headers: { 'x-request-id': ctx.requestId, 'client-id': clientId, schema: EVIDENCE_SCHEMA_HEADER }
+  }
+}

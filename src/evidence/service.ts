@@ -1,0 +1,134 @@
+import type { Readable } from 'node:stream'
+import type { Logger } from 'pino'
+import { Gauge, type Registry } from 'prom-client'
+import type { TokenVerifier } from '../auth/index.js'
+import type { Bus } from '../bus/index.js'
+import type { Config } from '../config/index.js'
+import { GatewayError, type Reply, type RequestContext, type Route } from '../http/index.js'
+import type { ObjectStore, StateStore } from '../storage/index.js'
+import { eventTypeAllowlist, parseEnvelope, type EventEnvelope } from './envelope.js'
+import { HashPool } from './hasher.js'
+import { IdempotencyStore, type Acknowledgment } from './idempotency.js'
+import { multipartParts, readSmallPart } from './multipart.js'
+import { Outbox } from './outbox.js'
+import { MEDIA_TYPES, objectKey, publishedMessage, type StoredMedia } from './published.js'
+import { UploadSession } from './upload.js'
+
+export const EVIDENCE_SCOPE = 'stream:write'
+export const ENVELOPE_MAX_BYTES = 64 * 1024
+const SWEEP_MS = 10 * 60 * 1000
+
+const invalid = (key: string, message: string): GatewayError =>
+  new GatewayError('validation_error', message, { details: { [key]: message } })
+
+/**
+ * `POST /v1/stream/events`: the envelope is checked before any byte is
+ * stored, media parts stream into the object store while being hashed, and
+ * the envelope that references them is committed to the outbox together with
+ * the idempotency record before the 202.
+ */
+export class EvidenceService {
+  readonly outbox: Outbox
+  readonly idempotency: IdempotencyStore
+  private readonly hashes: HashPool
+  private readonly allowlist: ReadonlySet<string>
+  private sweeper: NodeJS.Timeout | undefined
+
+  constructor (
+    private readonly config: Config,
+    private readonly state: StateStore,
+    bus: Bus,
+    private readonly store: ObjectStore,
+    private readonly verifier: TokenVerifier,
+    private readonly log: Logger,
+    registry: Registry
+  ) {
+    this.outbox = new Outbox(state, bus, log.child({ component: 'outbox' }))
+    this.idempotency = new IdempotencyStore(state, config.idempotencyTtlS * 1000)
+    this.hashes = new HashPool(2)
+    this.allowlist = eventTypeAllowlist(config.evidenceEventTypes)
+    const outbox = this.outbox
+    new Gauge({ name: 'evidence_outbox_backlog', help: 'Envelopes accepted but not yet acknowledged by the bus', registers: [registry], collect () { this.set(outbox.backlog) } })
+    new Gauge({ name: 'evidence_outbox_oldest_age_seconds', help: 'Age of the oldest unpublished envelope', registers: [registry], collect () { this.set(outbox.oldestAgeMs() / 1000) } })
+  }
+
+  start (): void {
+    this.outbox.start()
+    this.sweeper = setInterval(() => {
+      this.idempotency.sweep().catch(err => this.log.error({ err }, 'idempotency sweep failed'))
+    }, SWEEP_MS).unref()
+  }
+
+  async stop (): Promise<void> {
+    clearInterval(this.sweeper)
+    await this.outbox.stop()
+    await this.hashes.close()
+  }
+
+  /** Readiness detail: the outbox backlog, and the last publish error if the relay is failing. */
+  outboxState (): Record<string, unknown> {
+    return { backlog: this.outbox.backlog, oldest_age_ms: this.outbox.oldestAgeMs(), ...(this.outbox.lastError ? { last_error: this.outbox.lastError } : {}) }
+  }
+
+  routes (): Route[] {
+    return [{ method: 'POST', path: '/v1/stream/events', body: 'stream', bodyLimit: this.config.evidenceMaxBytes, errors: 'evidence', handler: ctx => this.ingest(ctx) }]
+  }
+
+  private async ingest (ctx: RequestContext): Promise<Reply> {
+    const claims = await this.verifier.verify(ctx.headers['authorization'], EVIDENCE_SCOPE)
+    const tenant = claims.client_id
+    const receivedAt = new Date()
+    const session = new UploadSession(this.store, this.hashes, ctx.signal, this.log)
+    const media: StoredMedia[] = []
+    let envelope: EventEnvelope | undefined
+    let claimKey: string | undefined
+    try {
+      for await (const part of multipartParts(ctx.stream!, ctx.headers['content-type'] ?? '', this.config.evidenceMaxMedia + 1)) {
+        if (!envelope) {
+          if (part.name !== 'envelope') throw invalid('envelope', 'must be the first part')
+          envelope = parseEnvelope(await readSmallPart(part.stream, ENVELOPE_MAX_BYTES, 'envelope'), this.allowlist)
+          const key = IdempotencyStore.key(tenant, envelope.event_id)
+          const claim = await this.idempotency.claim(key)
+          if (claim.kind === 'replay') return { status: 202, body: claim.ack, headers: { 'idempotent-replay': 'true' } }
+          if (claim.kind === 'in_progress') {
+            throw new GatewayError('idempotency_in_progress', 'this event_id is still being processed', { details: { event_id: `${envelope.event_id} is being processed by another request` } })
+          }
+          claimKey = key
+          continue
+        }
+        if (part.name === 'envelope') throw invalid(`parts[${part.index}]`, 'a second envelope part')
+        if (part.name !== 'media') throw invalid(`parts[${part.index}]`, `unknown part name ${JSON.stringify(part.name)}`)
+        media.push(await this.storeMedia(session, part.stream, part.contentType, media.length, envelope, tenant, receivedAt))
+      }
+      if (!envelope) throw invalid('envelope', 'is required')
+      const hints = envelope.media?.length ?? 0
+      if (hints > media.length) throw invalid('media', `${hints} media hints but ${media.length} media parts`)
+      const ack: Acknowledgment = { status: 'accepted', event_id: envelope.event_id, media_count: media.length }
+      const message = publishedMessage(envelope, media, { tenant, requestId: ctx.requestId, receivedAt, playbackBaseUrl: this.config.evidencePlaybackBaseUrl })
+      await this.state.transaction(() => {
+        this.idempotency.completeInTransaction(claimKey!, ack)
+        this.outbox.enqueueInTransaction(this.config.topicEvidence, message)
+      })
+      claimKey = undefined
+      this.outbox.notify()
+      return { status: 202, body: ack }
+    } finally {
+      if (claimKey !== undefined) {
+        await session.discard()
+        await this.idempotency.release(claimKey)
+      }
+    }
+  }
+
+  private async storeMedia (session: UploadSession, stream: Readable, contentType: string, index: number, envelope: EventEnvelope, tenant: string, receivedAt: Date): Promise<StoredMedia> {
+    if (index >= this.config.evidenceMaxMedia) throw invalid('media', `at most ${this.config.evidenceMaxMedia} media parts`)
+    if (MEDIA_TYPES[contentType] === undefined) throw invalid(`media[${index}]`, 'must be video/mp4 or video/h264')
+    const key = objectKey(tenant, envelope.event_id, index, contentType, receivedAt)
+    const stored = await session.put(key, stream, contentType)
+    const expected = envelope.media?.[index]?.checksum_sha256
+    if (expected !== undefined && expected.toLowerCase() !== stored.sha256) {
+      throw new GatewayError('checksum_mismatch', 'a media part does not match its checksum', { details: { [`media[${index}]`]: 'checksum_sha256 does not match the uploaded file' } })
+    }
+    return { index, contentType, size: stored.size, sha256: stored.sha256, uri: stored.uri, etag: stored.etag, key }
+  }
+}
