@@ -1,0 +1,239 @@
+#!/usr/bin/env node
+// Benchmark runner: `npm run bench [scenario...|all]` (see bench/README.md).
+//
+// A scenario is bench/scenarios/<name>.mjs whose default export is either
+//
+//   declarative: { name, description, targets: [{ label, kind?, start(ctx) → server, request? }],
+//                  baseline?: label, request: { method, path, headers?, body?, lua?, expectStatus? }
+//                                   | async (server, ctx) → request }
+//     The runner starts each target in turn (never two at once), probes it with
+//     one request, warms it up, measures it with wrk, stops it.
+//
+//   imperative:  { name, description, headline?, run: async ctx → { rows, columns?, compareBy?, notes? } }
+//     For scenarios that are not "one request in a loop" (evidence uploads
+//     measuring MB/s, multi-step runs). ctx (lib/context.mjs) offers start,
+//     stop, measure, wrk, sample, probe, settings, tmpDir, log, warn.
+//
+// Rows are printed as a table and written with the settings and machine facts
+// to bench/results/<scenario>-<timestamp>.json. Exit code 1 when any row is
+// flagged (errors, non-2xx responses, a failed target), 2 on bad usage.
+import { readdirSync, existsSync } from 'node:fs'
+import { join, basename } from 'node:path'
+import { pathToFileURL } from 'node:url'
+import { availableParallelism } from 'node:os'
+import { installCleanupHandlers, hasTaskset, pinSelf, interrupted } from './lib/procs.mjs'
+import { ensureWrk } from './lib/wrk.mjs'
+import { createContext, runDeclarative } from './lib/context.mjs'
+import { WRK_COLUMNS, table, machine, writeResult } from './lib/report.mjs'
+import { summarizeProfile, formatProfile } from './lib/profile.mjs'
+import { sampleSystem } from './lib/sampler.mjs'
+import { BENCH_DIR, REPO_DIR } from './lib/targets.mjs'
+
+const SCENARIO_DIR = join(BENCH_DIR, 'scenarios')
+const log = line => process.stderr.write(line + '\n')
+const warn = line => process.stderr.write(`bench: warning: ${line}\n`)
+
+class UsageError extends Error {}
+
+function intEnv (name, def, min) {
+  const raw = process.env[name]
+  if (raw === undefined || raw === '') return def
+  if (!/^\d+$/.test(raw.trim()) || Number(raw) < min) throw new UsageError(`${name} must be an integer >= ${min}, got ${JSON.stringify(raw)}`)
+  return Number(raw)
+}
+
+function listEnv (name) {
+  return (process.env[name] ?? '').split(',').map(s => s.trim()).filter(Boolean)
+}
+
+function readSettings () {
+  const nproc = availableParallelism()
+  const pinWanted = !['0', 'false', 'no', 'off'].includes((process.env.BENCH_PIN ?? '1').toLowerCase())
+  const serverCpu = intEnv('BENCH_SERVER_CPU', 0, 0)
+  const wrkCpu = intEnv('BENCH_WRK_CPU', 1, 0)
+  let pin = pinWanted
+  let pinNote
+  if (!pinWanted) pinNote = 'not pinned: BENCH_PIN=0'
+  else if (!hasTaskset()) { pin = false; pinNote = 'not pinned: no taskset (apt-get install util-linux)' }
+  else if (nproc < 2) { pin = false; pinNote = 'not pinned: 1 CPU, server and wrk share it' }
+  else if (serverCpu === wrkCpu || serverCpu >= nproc || wrkCpu >= nproc) throw new UsageError(`BENCH_SERVER_CPU (${serverCpu}) and BENCH_WRK_CPU (${wrkCpu}) must differ and be < ${nproc}`)
+  const cpuProf = (process.env.BENCH_CPU_PROF ?? '').trim()
+  const settings = {
+    duration: intEnv('BENCH_DURATION', 10, 1),
+    warmup: intEnv('BENCH_WARMUP', 2, 0),
+    connections: intEnv('BENCH_CONNECTIONS', 50, 1),
+    threads: intEnv('BENCH_THREADS', 1, 1),
+    wrkTimeout: intEnv('BENCH_TIMEOUT', 2, 1),
+    pin,
+    pinNote,
+    serverCpu: pin ? serverCpu : undefined,
+    wrkCpu: pin ? wrkCpu : undefined,
+    logLevel: process.env.BENCH_LOG_LEVEL || 'info',
+    targets: listEnv('BENCH_TARGETS'),
+    cpuProf: cpuProf !== '' && cpuProf !== '0',
+    cpuProfTargets: ['', '0', '1', 'true', 'all'].includes(cpuProf) ? [] : cpuProf.split(',').map(s => s.trim()),
+    resultsDir: process.env.BENCH_RESULTS_DIR || join(BENCH_DIR, 'results'),
+    // Other processes using more than this share of a core during a run get a note.
+    busyThreshold: 0.1
+  }
+  if (settings.threads > settings.connections) throw new UsageError('BENCH_THREADS must not exceed BENCH_CONNECTIONS (wrk needs a connection per thread)')
+  return settings
+}
+
+async function loadScenarios () {
+  const files = existsSync(SCENARIO_DIR) ? readdirSync(SCENARIO_DIR).filter(f => f.endsWith('.mjs')).sort() : []
+  const scenarios = []
+  for (const file of files) {
+    const name = basename(file, '.mjs')
+    try {
+      const mod = await import(pathToFileURL(join(SCENARIO_DIR, file)).href)
+      const s = mod.default ?? mod
+      if (typeof s.run !== 'function' && !Array.isArray(s.targets)) throw new Error('exports neither run(ctx) nor targets')
+      scenarios.push({ ...s, name: s.name ?? name, file })
+    } catch (err) {
+      scenarios.push({ name, file, loadError: err.message })
+    }
+  }
+  return scenarios
+}
+
+function usage (scenarios) {
+  const width = Math.max(8, ...scenarios.map(s => s.name.length))
+  return [
+    'usage: npm run bench <scenario>...   run scenarios (bench/scenarios/<name>.mjs)',
+    '       npm run bench all             run every scenario',
+    '',
+    'scenarios:',
+    ...scenarios.map(s => `  ${s.name.padEnd(width)}  ${s.loadError ? `(cannot load: ${s.loadError})` : s.description ?? ''}`),
+    '',
+    'knobs (env): BENCH_DURATION=10 BENCH_WARMUP=2 BENCH_CONNECTIONS=50 BENCH_THREADS=1 BENCH_TIMEOUT=2',
+    '             BENCH_PIN=1 BENCH_SERVER_CPU=0 BENCH_WRK_CPU=1 BENCH_LOG_LEVEL=info BENCH_TARGETS=a,b',
+    '             BENCH_CPU_PROF=1|label,... BENCH_RESULTS_DIR=bench/results   (see bench/README.md)'
+  ].join('\n')
+}
+
+function headline (scenario, settings) {
+  const s = settings
+  const where = s.pin ? `server CPU${s.serverCpu}, wrk CPU${s.wrkCpu}` : s.pinNote
+  const what = typeof scenario.headline === 'function'
+    ? scenario.headline(settings)
+    : scenario.headline ?? (scenario.request && typeof scenario.request === 'object' ? `${scenario.request.method ?? 'GET'} ${scenario.request.path}` : scenario.description)
+  const load = `${s.connections} connections, ${s.duration} s (+${s.warmup} s warm-up), ${s.threads} wrk thread${s.threads === 1 ? '' : 's'}`
+  return `scenario ${scenario.name} — ${what}, ${load} (${where}), LOG_LEVEL=${s.logLevel}`
+}
+
+async function runScenario (scenario, settings) {
+  const startedAt = new Date()
+  settings = { ...settings, stamp: startedAt.toISOString().replace(/:/g, '-') }
+  log(`\n== ${scenario.name}: ${scenario.description ?? ''}`)
+  const ctx = createContext(scenario, settings, { log, warn })
+  let out
+  try {
+    out = typeof scenario.run === 'function' ? await scenario.run(ctx) : await runDeclarative(scenario, ctx)
+  } catch (err) {
+    out = { rows: [], error: err.message }
+    warn(`${scenario.name}: ${err.stack ?? err.message}`)
+  } finally {
+    await ctx.stopAll()
+  }
+  if (interrupted()) {
+    log(`${scenario.name}: interrupted, no results written`)
+    return false
+  }
+  const rows = out.rows ?? []
+
+  // Ratio to the baseline row, by req/s unless the scenario says otherwise.
+  const compareBy = out.compareBy ?? scenario.compareBy ?? 'reqPerSec'
+  const baseLabel = scenario.baseline ?? rows.find(r => r.baseline)?.label ?? rows[0]?.label
+  const base = rows.find(r => r.label === baseLabel)
+  for (const r of rows) if (base?.[compareBy] && r[compareBy] !== undefined) r.vsBaseline = r[compareBy] / base[compareBy]
+
+  const columns = out.columns ?? scenario.columns ?? WRK_COLUMNS
+  const flagged = rows.filter(r => r.error || r.problems?.length)
+  const lines = ['', headline(scenario, settings), table(columns, rows)]
+  for (const r of flagged) lines.push(`!! ${r.label}: ${r.problems?.join('; ') || r.error}`)
+  if (out.error) lines.push(`!! scenario failed: ${out.error}`)
+  for (const r of rows) for (const n of r.notes ?? []) lines.push(`note: ${r.label}: ${n}`)
+  for (const n of out.notes ?? []) lines.push(`note: ${n}`)
+  if (flagged.length) lines.push('!! flagged rows are not clean throughput figures: see the reasons above')
+
+  const profiles = []
+  for (const p of ctx.profiles) {
+    for (const f of existsSync(p.dir) ? readdirSync(p.dir).filter(f => f.endsWith('.cpuprofile')) : []) {
+      const file = join(p.dir, f)
+      try {
+        const summary = summarizeProfile(file, { repoDir: REPO_DIR, window: p.windows.length === 1 ? p.windows[0] : undefined })
+        profiles.push({ label: p.label, file, summary })
+        lines.push('', formatProfile(p.label, file, summary))
+      } catch (err) { warn(`cannot read profile ${file}: ${err.message}`) }
+    }
+  }
+
+  const { stamp, ...shownSettings } = settings
+  const file = writeResult(settings.resultsDir, scenario.name, startedAt, {
+    scenario: scenario.name,
+    description: scenario.description,
+    headline: headline(scenario, settings),
+    startedAt: startedAt.toISOString(),
+    finishedAt: new Date().toISOString(),
+    settings: shownSettings,
+    machine: machine(),
+    baseline: baseLabel,
+    compareBy,
+    flagged: flagged.map(r => r.label),
+    error: out.error,
+    notes: out.notes,
+    results: rows,
+    profiles
+  })
+  lines.push(`results: ${file}`)
+  process.stdout.write(lines.join('\n') + '\n')
+  return flagged.length === 0 && !out.error
+}
+
+/** One second of /proc/stat before starting: is something else already using the CPUs? */
+async function checkQuiet () {
+  const sys = sampleSystem()
+  await new Promise(resolve => setTimeout(resolve, 1000))
+  const s = sys.stop()
+  if (!s) return
+  const others = s.busyCores - s.runnerCores
+  if (others > 0.2) {
+    warn(`the machine is busy before the run: other processes use ${Math.round(others * 100)}% of a core ` +
+      `(per CPU: ${s.perCpuBusy.map(b => `${Math.round(b * 100)}%`).join(', ')}). Figures will be low and noisy.`)
+  }
+}
+
+async function main (argv) {
+  installCleanupHandlers()
+  const scenarios = await loadScenarios()
+  const wanted = argv.filter(a => a !== '--')
+  if (wanted.length === 0 || wanted.some(a => ['-h', '--help', 'help', 'list'].includes(a))) {
+    process.stdout.write(usage(scenarios) + '\n')
+    return 0
+  }
+  const chosen = wanted.includes('all') ? scenarios : wanted.map(n => scenarios.find(s => s.name === n) ?? n)
+  const unknown = chosen.filter(s => typeof s === 'string')
+  if (unknown.length) throw new UsageError(`unknown scenario ${unknown.join(', ')}\n\n${usage(scenarios)}`)
+  const broken = chosen.filter(s => s.loadError)
+  if (broken.length) throw new Error(broken.map(s => `scenario ${s.name} (${s.file}): ${s.loadError}`).join('\n'))
+
+  const settings = readSettings()
+  ensureWrk(log)
+  machine() // before pinning: availableParallelism() follows the runner's own affinity
+  if (settings.pin) pinSelf(settings.wrkCpu) // keep the runner itself off the server's CPU
+  else warn(settings.pinNote)
+
+  await checkQuiet()
+  let ok = true
+  for (const scenario of chosen) {
+    if (interrupted()) break
+    ok = (await runScenario(scenario, settings)) && ok
+  }
+  return ok ? 0 : 1
+}
+
+main(process.argv.slice(2)).then(code => { process.exitCode = code }, err => {
+  process.stderr.write(`bench: ${err instanceof UsageError ? '' : 'error: '}${err.message}\n`)
+  process.exitCode = err instanceof UsageError ? 2 : 1
+})
