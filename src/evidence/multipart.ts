@@ -16,6 +16,7 @@ export interface Part {
  * part is treated as a file (streamed), whether or not it has a filename.
  */
 export async function * multipartParts (body: Readable, contentType: string, maxParts: number): AsyncGenerator<Part> {
+  if (body.errored) throw body.errored
   let parser: InstanceType<typeof Busboy>
   try {
     parser = new Busboy({ headers: { 'content-type': contentType }, isPartAFile: () => true, limits: { parts: maxParts, headerPairs: 100 } })

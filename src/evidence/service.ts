@@ -78,12 +78,17 @@ export class EvidenceService {
     const claims = await this.verifier.verify(ctx.headers['authorization'], EVIDENCE_SCOPE)
     const tenant = claims.client_id
     const receivedAt = new Date()
-    const session = new UploadSession(this.store, this.hashes, ctx.signal, this.log)
+    const body = ctx.stream!
+    const abort = new AbortController()
+    const onBodyError = (err: Error): void => abort.abort(err)
+    body.on('error', onBodyError)
+    ctx.onAbort(() => abort.abort(new Error('client disconnected')))
+    const session = new UploadSession(this.store, this.hashes, abort.signal, this.log)
     const media: StoredMedia[] = []
     let envelope: EventEnvelope | undefined
     let claimKey: string | undefined
     try {
-      for await (const part of multipartParts(ctx.stream!, ctx.headers['content-type'] ?? '', this.config.evidenceMaxMedia + 1)) {
+      for await (const part of multipartParts(body, ctx.headers['content-type'] ?? '', this.config.evidenceMaxMedia + 1)) {
         if (!envelope) {
           if (part.name !== 'envelope') throw invalid('envelope', 'must be the first part')
           envelope = parseEnvelope(await readSmallPart(part.stream, ENVELOPE_MAX_BYTES, 'envelope'), this.allowlist)
@@ -112,7 +117,11 @@ export class EvidenceService {
       claimKey = undefined
       this.outbox.notify()
       return { status: 202, body: ack }
+    } catch (err) {
+      // A failed body (size limit) is the real cause of whatever failed after it.
+      throw body.errored ?? err
     } finally {
+      body.off('error', onBodyError)
       if (claimKey !== undefined) {
         await session.discard()
         await this.idempotency.release(claimKey)

@@ -6,8 +6,8 @@ import type { HashPool } from './hasher.js'
 /**
  * The objects one request has written. Each media part is piped into the
  * store and into a hashing worker at once; if anything fails, `discard`
- * removes what was stored, and in-progress uploads are aborted through the
- * request's signal.
+ * removes what was stored, and an upload in progress is aborted through
+ * `signal` (the client left, or the body failed: its reason is the error).
  */
 export class UploadSession {
   private readonly stored: StoredObject[] = []
@@ -18,9 +18,13 @@ export class UploadSession {
     const toStore = new PassThrough({ highWaterMark: 256 * 1024 })
     const hasher = this.hashes.stream()
     // pipe() does not carry errors to its destinations; a failed part must end both.
+    // Their own 'error' events are observed through put() and digest, and must not
+    // reach the process as unhandled.
     const fail = (err: Error): void => { toStore.destroy(err); hasher.destroy(err) }
+    toStore.on('error', ignore)
+    hasher.on('error', ignore)
     part.once('error', fail)
-    const onAbort = (): void => fail(new Error('request aborted'))
+    const onAbort = (): void => fail(this.signal.reason instanceof Error ? this.signal.reason : new Error('request aborted'))
     this.signal.addEventListener('abort', onAbort, { once: true })
     part.pipe(toStore)
     part.pipe(hasher)
@@ -44,3 +48,5 @@ export class UploadSession {
     this.stored.length = 0
   }
 }
+
+function ignore (): void {}

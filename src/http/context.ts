@@ -28,7 +28,6 @@ export class RequestContext {
   readonly query: string
   readonly headers: Headers
   readonly requestId: string
-  readonly remoteAddress: string
   readonly startedAt = performance.now()
   params: Record<string, string> = {}
   route = 'unmatched'
@@ -41,6 +40,7 @@ export class RequestContext {
   private parsed: { value: unknown } | undefined
   private state: 'open' | 'streaming' | 'done' | 'aborted' = 'open'
   private streamStatus = 200
+  private address: string | undefined
   private controller: AbortController | undefined
   private readonly abortHandlers: Array<() => void> = []
 
@@ -53,7 +53,12 @@ export class RequestContext {
     this.headers = headers
     const given = headers['x-request-id']
     this.requestId = given !== undefined && REQUEST_ID.test(given) ? given : randomUUID()
-    this.remoteAddress = Buffer.from(res.getRemoteAddressAsText()).toString()
+  }
+
+  /** The peer address, read on first use: most routes never need it. */
+  get remoteAddress (): string {
+    if (this.address === undefined) this.address = this.live ? Buffer.from(this.res.getRemoteAddressAsText()).toString() : ''
+    return this.address
   }
 
   /**

@@ -46,6 +46,8 @@ export class HttpServer {
   private readonly log: Logger
   private readonly duration: Histogram<'method' | 'route' | 'status'>
   private readonly count: Counter<'method' | 'route' | 'status'>
+  /** Metric children per method/route/status: prom-client hashes a label object on every call otherwise. */
+  private readonly series = new Map<string, { duration: { observe(v: number): void }, count: { inc(): void } }>()
   private listenSocket: UWS.us_listen_socket | undefined
   private draining: Promise<void> | undefined
   private drained: (() => void) | undefined
@@ -138,6 +140,9 @@ export class HttpServer {
     else {
       if (mode === 'stream') {
         const stream = new BodyStream(res, () => ctx.live, this.options.streamHighWaterMark ?? 256 * 1024, entry.limit)
+        // The body can fail (limit, abort) before the handler reads it; consumers
+        // see the error when they read (stream.errored), never as an unhandled event.
+        stream.on('error', () => {})
         ctx.stream = stream
         res.onData((chunk, isLast) => {
           if (isLast) ctx.bodyComplete = true
@@ -187,9 +192,15 @@ export class HttpServer {
 
   private finish (ctx: RequestContext, status: number): void {
     const seconds = (performance.now() - ctx.startedAt) / 1000
-    const labels = { method: ctx.method, route: ctx.route, status: String(status) }
-    this.duration.observe(labels, seconds)
-    this.count.inc(labels)
+    const key = `${ctx.method} ${status} ${ctx.route}`
+    let series = this.series.get(key)
+    if (!series) {
+      const labels = { method: ctx.method, route: ctx.route, status: String(status) }
+      series = { duration: this.duration.labels(labels), count: this.count.labels(labels) }
+      this.series.set(key, series)
+    }
+    series.duration.observe(seconds)
+    series.count.inc()
     const line = { reqId: ctx.requestId, method: ctx.method, route: ctx.route, status, ms: Math.round(seconds * 1e5) / 100 }
     if (ctx.quiet) this.log.debug(line, 'request')
     else this.log.info(line, 'request')

@@ -1,0 +1,59 @@
+import t from 'tap'
+import { parseEnvelope, eventTypeAllowlist } from '../../src/evidence/index.js'
+
+const allow = eventTypeAllowlist(['warehouse.dock.forklift'])
+const base = { schema_version: '1.0', event_type: 'warehouse.restricted_zone.person', occurred_at: '2026-11-22T08:00:00Z', subject: { device_id: 'cam-3' } }
+const details = (envelope: unknown): Record<string, string> | undefined => {
+  try {
+    parseEnvelope(JSON.stringify(envelope), allow)
+    return undefined
+  } catch (err) {
+    return (err as { details: Record<string, string> }).details
+  }
+}
+
+t.test('a minimal envelope passes and gets an evt-<uuid> id', async t => {
+  const e = parseEnvelope(JSON.stringify(base), allow)
+  t.match(e.event_id, /^evt-[0-9a-f-]{36}$/)
+  t.equal(parseEnvelope(JSON.stringify({ ...base, event_id: 'cam3:2026-11-22.001' }), allow).event_id, 'cam3:2026-11-22.001', 'a supplied id is kept')
+  t.equal(parseEnvelope(JSON.stringify({ ...base, event_type: 'warehouse.dock.forklift' }), allow).event_type, 'warehouse.dock.forklift', 'the allowlist is extended by configuration')
+})
+
+const rules: Array<[string, object, object, string, RegExp]> = [
+  ['schema_version 1.0', { schema_version: '1.0' }, { schema_version: '2.0' }, 'schemaVersion', /must be "1.0"/],
+  ['schema_version required', {}, { schema_version: undefined }, 'schemaVersion', /is required/],
+  ['event_type required, keyed eventType', {}, { event_type: undefined }, 'eventType', /is required/],
+  ['occurred_at ISO 8601', { occurred_at: '2026-11-22T08:00:00.250+01:00' }, { occurred_at: '2026-11-22' }, 'occurredAt', /ISO 8601/],
+  ['occurred_at required', {}, { occurred_at: undefined }, 'occurredAt', /is required/],
+  ['ended_at ISO 8601', { ended_at: '2026-11-22T09:00:00Z' }, { ended_at: 'later' }, 'endedAt', /ISO 8601/],
+  ['severity enum', { severity: 'critical' }, { severity: 'high' }, 'severity', /info, warning, alert, critical/],
+  ['subject required', {}, { subject: undefined }, 'subject', /is required/],
+  ['subject.device_id required', { subject: { device_id: 'x', zone_id: 'z', client_id: 'other' } }, { subject: { zone_id: 'z' } }, 'subject.deviceId', /is required/],
+  ['detections score 0..1', { detections: [{ class: 'person', score: 1 }] }, { detections: [{ score: 1.2 }] }, 'detections[0].score', /between 0 and 1/],
+  ['detections bbox four numbers', { detections: [{ bbox: [0, 0.1, 0.5, 1] }] }, { detections: [{ bbox: [0.1, 0.2, 0.3] }] }, 'detections[0].bbox', /four numbers/],
+  ['detections bbox values 0..1', { detections: [{ bbox: [0, 0, 0.5, 0.5] }] }, { detections: [{ bbox: [0, 0, 1.5, 0.5] }] }, 'detections[0].bbox[2]', /between 0 and 1/],
+  ['media hint checksum hex64', { media: [{ checksum_sha256: 'a'.repeat(64) }] }, { media: [{ checksum_sha256: 'xyz' }] }, 'media[0].checksumSha256', /64 hexadecimal/],
+  ['media hint source enum', { media: [{ source: 'generated' }] }, { media: [{ source: 'camera' }] }, 'media[0].source', /device, generated/],
+  ['media hint duration number', { media: [{ duration_seconds: 12.5, ref: 'front' }] }, { media: [{ duration_seconds: 'long' }] }, 'media[0].durationSeconds', /number/],
+  ['attributes object', { attributes: { plate: 'B-XY 123' } }, { attributes: 'plate' }, 'attributes', /object/],
+  ['event_id safe for an object key', { event_id: 'evt-1' }, { event_id: '../../other-tenant/x' }, 'eventId', /letters, digits/],
+  ['top-level client_id refused', {}, { client_id: 'someone' }, 'clientId', /must not be sent/]
+]
+
+for (const [name, pass, fail, key, message] of rules) {
+  t.test(name, async t => {
+    t.equal(details({ ...base, ...pass }), undefined, 'passes')
+    t.match(details({ ...base, ...fail })?.[key], message, `fails as ${key}`)
+  })
+}
+
+t.test('an event_type outside the allowlist is unknown_event_type keyed event_type', async t => {
+  t.throws(() => parseEnvelope(JSON.stringify({ ...base, event_type: 'warehouse.fire' }), allow), {
+    code: 'unknown_event_type', status: 400, details: { event_type: 'warehouse.fire is not in the allowlist' }
+  })
+})
+
+t.test('not JSON, or not an object', async t => {
+  t.throws(() => parseEnvelope('{', allow), { code: 'validation_error', details: { envelope: 'must be valid JSON' } })
+  t.throws(() => parseEnvelope('[1]', allow), { code: 'validation_error', details: { envelope: 'must be a JSON object' } })
+})
