@@ -1,0 +1,35 @@
+import t from 'tap'
+import { randomUUID } from 'node:crypto'
+import '../helpers/no-keepalive.js'
+import { startTestGateway, login } from '../helpers/gateway.js'
+import { privateInfra } from '../helpers/infra.js'
+import { consume } from '../helpers/kafka.js'
+import { eventually } from '../helpers/http.js'
+import { multipartBody, envelopePart, mediaPart, clip, baseEnvelope, postEvidence } from '../helpers/multipart.js'
+
+t.test('broker down: 202 from the outbox; broker up: published exactly once', async t => {
+  const infra = await privateInfra(t)
+  if (!infra) return
+  const topic = `evidence-${randomUUID()}`
+  const { url } = await startTestGateway(t, { BUS: 'kafka', KAFKA_BROKERS: infra.env.KAFKA_BROKERS, TOPIC_EVIDENCE: topic })
+  const token = await login(url)
+  const ready = async () => (await (await fetch(`${url}/health/ready`)).json() as any).components
+
+  await infra.stopKafka()
+  const body = multipartBody([envelopePart(baseEnvelope({ event_id: 'evt-outage' })), mediaPart(clip(100_000).data)])
+  const res = await postEvidence(url, token, body)
+  t.same([res.status, res.body], [202, { status: 'accepted', event_id: 'evt-outage', media_count: 1 }], 'accepted while the bus is down')
+  const replay = await postEvidence(url, token, body)
+  t.equal(replay.headers.get('idempotent-replay'), 'true', 'a retry by the client is a replay, not a second event')
+  const during = await ready()
+  t.equal(during.outbox.backlog, 1, 'readiness shows the backlog')
+  t.equal(during.bus.ready, false)
+  const metrics = await (await fetch(`${url}/metrics`)).text()
+  t.match(metrics, /^evidence_outbox_backlog 1$/m, '/metrics shows the backlog')
+
+  await infra.startKafka()
+  const after = await eventually(ready, c => c.outbox.backlog === 0, 40_000)
+  t.equal(after.outbox.backlog, 0, 'the relay drained the outbox without a restart')
+  const messages = await consume(infra.env.KAFKA_BROKERS, topic, 2, 3000)
+  t.equal(messages.filter(m => JSON.parse(m.value).event_id === 'evt-outage').length, 1, 'published exactly once')
+})

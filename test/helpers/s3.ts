@@ -1,0 +1,26 @@
+import { S3Client, GetObjectCommand, ListMultipartUploadsCommand, ListObjectsV2Command } from '@aws-sdk/client-s3'
+import { createHash } from 'node:crypto'
+import type { InfraEnv } from './infra.js'
+
+export function s3Client (infra: InfraEnv): S3Client {
+  return new S3Client({ endpoint: infra.S3_ENDPOINT, region: infra.AWS_REGION, forcePathStyle: true, credentials: { accessKeyId: infra.AWS_ACCESS_KEY_ID, secretAccessKey: infra.AWS_SECRET_ACCESS_KEY } })
+}
+
+/** SHA-256 of the object an `s3://bucket/key` uri names. */
+export async function sha256Of (s3: S3Client, uri: string): Promise<string> {
+  const { host: bucket, pathname } = new URL(uri)
+  const res = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: decodeURIComponent(pathname.slice(1)) }))
+  const hash = createHash('sha256')
+  for await (const chunk of res.Body as AsyncIterable<Buffer>) hash.update(chunk)
+  return hash.digest('hex')
+}
+
+export async function objectKeys (s3: S3Client, bucket: string): Promise<string[]> {
+  const res = await s3.send(new ListObjectsV2Command({ Bucket: bucket }))
+  return (res.Contents ?? []).map(o => o.Key!)
+}
+
+export async function openUploads (s3: S3Client, bucket: string): Promise<string[]> {
+  const res = await s3.send(new ListMultipartUploadsCommand({ Bucket: bucket }))
+  return (res.Uploads ?? []).map(u => u.Key!)
+}
