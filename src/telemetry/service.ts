@@ -1,8 +1,7 @@
 import type { TokenVerifier } from '../auth/index.js'
-import type { Bus } from '../bus/index.js'
+import { MicroBatcher, type Bus } from '../bus/index.js'
 import type { Config } from '../config/index.js'
 import { GatewayError, type Reply, type RequestContext, type Route } from '../http/index.js'
-import { MicroBatcher } from './batcher.js'
 import { recordErrors, toMessage, type AssetTrackingData } from './record.js'
 
 export const TELEMETRY_SCOPE = 'asset:track:write'

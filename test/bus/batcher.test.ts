@@ -1,5 +1,5 @@
 import t from 'tap'
-import { MicroBatcher, type BatcherOptions } from '../../src/telemetry/index.js'
+import { MicroBatcher, type BatcherOptions } from '../../src/bus/index.js'
 import type { BusMessage } from '../../src/bus/index.js'
 
 const msg = (i: number): BusMessage => ({ key: `k${i % 3}`, value: String(i), headers: {} })

@@ -1,4 +1,4 @@
-import type { BusMessage } from '../bus/index.js'
+import type { BusMessage } from './types.js'
 import { GatewayError } from '../http/index.js'
 
 export interface BatcherOptions {
