@@ -99,7 +99,7 @@ export class MicroBatcher {
     if (deadline >= this.deadlineAt) return
     clearTimeout(this.deadlineTimer)
     this.deadlineAt = deadline
-    this.deadlineTimer = setTimeout(() => this.expire(), Math.max(0, deadline - this.now())).unref()
+    this.deadlineTimer = setTimeout(() => this.expire(), Math.max(0, deadline - this.now()))
   }
 
   private disarmDeadline (): void {
