@@ -6,6 +6,7 @@ import type { Config } from './config/index.js'
 import { HttpServer, loadUws } from './http/index.js'
 import { Readiness, opsRoutes, openApiRoute, type OpenApiPart } from './ops/index.js'
 import { EvidenceService, evidenceOpenApi } from './evidence/index.js'
+import { HarnessService } from './runs/index.js'
 import { TelemetryService, telemetryOpenApi } from './telemetry/index.js'
 import { checkState, createObjectStore, openState } from './storage/index.js'
 
@@ -63,12 +64,27 @@ export async function startGateway (config: Config, log: Logger): Promise<Gatewa
   }
   main?.route(openApiRoute(openApi))
 
+  let harnessPort: number | undefined
+  if (roles.has('harness')) {
+    const harness = new HarnessService(config, state, bus, log.child({ component: 'harness' }))
+    await harness.start()
+    stoppers.push(() => harness.stop())
+    const server = new HttpServer({ name: 'harness', logger: log, registry, uws, errors: 'harness' })
+    servers.push(server)
+    const harnessReadiness = new Readiness()
+    harnessReadiness.add('lmdb', () => checkState(state))
+    harnessReadiness.add('jwks', () => harness.probe())
+    opsRoutes(harnessReadiness).forEach(r => server.route(r))
+    harness.routes().forEach(r => server.route(r))
+    harnessPort = await server.listen(config.host, config.harnessPort)
+  }
+
   const port = main ? await main.listen(config.host, config.port) : undefined
-  log.info({ port, roles: [...roles], bus: bus.kind, storage: config.storage }, 'gateway listening')
+  log.info({ port, harnessPort, roles: [...roles], bus: bus.kind, storage: config.storage }, 'gateway listening')
 
   return {
     port,
-    harnessPort: undefined,
+    harnessPort,
     async stop () {
       let timer: NodeJS.Timeout | undefined
       const deadline = new Promise<false>(resolve => { timer = setTimeout(() => resolve(false), config.shutdownTimeoutMs) })

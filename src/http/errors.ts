@@ -18,6 +18,7 @@ export const errorStatus = {
   not_found: 404,
   method_not_allowed: 405,
   idempotency_in_progress: 409,
+  conflict: 409,
   payload_too_large: 413,
   unsupported_media_type: 415,
   rate_limited: 429,

@@ -30,6 +30,8 @@ export interface HttpServerOptions {
   defaultBodyLimit?: number
   /** Bytes a streamed body may queue before the socket is paused. */
   streamHighWaterMark?: number
+  /** Body shape of the server's own errors (404, 405, 503 while draining). */
+  errors?: ErrorDialect
 }
 
 const DEFAULT_BODY_LIMIT = 1024 * 1024
@@ -114,8 +116,9 @@ export class HttpServer {
     const ctx = new RequestContext(res, req, (c, status) => this.finish(c, status))
     res.onAborted(() => ctx.abort())
     this.inFlight++
+    const dialect = this.options.errors ?? 'plain'
     if (this.draining) {
-      ctx.send(503, errorBody('plain', new GatewayError('shutting_down', 'server is shutting down')), { connection: 'close' }, true)
+      ctx.send(503, errorBody(dialect, new GatewayError('shutting_down', 'server is shutting down')), { connection: 'close' }, true)
       return
     }
     const found = this.router.find(ctx.method, ctx.path)
@@ -123,7 +126,7 @@ export class HttpServer {
       const err = found === undefined
         ? new GatewayError('not_found', `no route for ${ctx.method} ${ctx.path}`)
         : new GatewayError('method_not_allowed', `${ctx.method} is not allowed on ${ctx.path}`)
-      ctx.send(err.status, errorBody('plain', err))
+      ctx.send(err.status, errorBody(dialect, err))
       return
     }
     const entry = found.value

@@ -1,0 +1,80 @@
+import { createRemoteJWKSet, decodeProtectedHeader, errors, jwtVerify, type JWTVerifyGetKey } from 'jose'
+import { GatewayError, type Headers } from '../http/index.js'
+
+export const TENANT_HEADER = 'x-svc-tenant-client-id'
+const LEEWAY_S = 30
+
+export interface GateSettings {
+  enabled: boolean
+  issuer?: string | undefined
+  jwksUrl?: string | undefined
+  audience?: string | undefined
+}
+
+const unauthorized = (detail: string): GatewayError => new GatewayError('unauthorized', detail, { headers: { 'www-authenticate': 'Bearer' } })
+
+/**
+ * The harness's own check, whatever the front door did: RS256 against the
+ * configured key set (cached; refetched on an unknown kid, with a cooldown),
+ * 30 s of leeway on exp, exact iss, aud containing ours, and the tenant header.
+ * Each 401 carries exactly the spec's detail string.
+ */
+export class HarnessGate {
+  private readonly keys: (JWTVerifyGetKey & { reload(): Promise<void> }) | undefined
+
+  constructor (private readonly settings: GateSettings) {
+    if (settings.enabled) {
+      if (!settings.issuer || !settings.jwksUrl || !settings.audience) throw new Error('harness auth enabled without IDP_ISSUER, IDP_JWKS_URL and IDP_RS256_AUDIENCE')
+      this.keys = createRemoteJWKSet(new URL(settings.jwksUrl), { cooldownDuration: 30_000, cacheMaxAge: 10 * 60_000 })
+    }
+  }
+
+  /** Fetches the key set now (readiness: the harness is not ready until it has one). */
+  async loadKeys (): Promise<void> {
+    await this.keys?.reload()
+  }
+
+  /** The tenant of the request, or a 401 with the spec's detail. */
+  async tenant (headers: Headers): Promise<string> {
+    const header = headers[TENANT_HEADER]
+    if (!this.settings.enabled) return header || 'default'
+    const token = bearer(headers['authorization'])
+    let alg: string | undefined
+    try {
+      alg = decodeProtectedHeader(token).alg
+    } catch {
+      throw unauthorized('auth_failed:malformed')
+    }
+    if (alg !== 'RS256') throw unauthorized('auth_failed:malformed')
+    try {
+      await jwtVerify(token, this.keys!, { algorithms: ['RS256'], issuer: this.settings.issuer!, audience: this.settings.audience!, clockTolerance: LEEWAY_S, requiredClaims: ['exp'] })
+    } catch (err) {
+      throw unauthorized(reason(err))
+    }
+    if (!header) throw unauthorized('auth_failed:tenant_unresolved')
+    return header
+  }
+}
+
+function bearer (authorization: string | undefined): string {
+  if (authorization === undefined) throw unauthorized('missing Bearer token')
+  const value = authorization.trim()
+  if (value === '' || /^Bearer$/i.test(value)) throw unauthorized('empty Bearer token')
+  const m = /^Bearer\s+(.*)$/i.exec(value)
+  if (!m) throw unauthorized('missing Bearer token')
+  const token = m[1]!.trim()
+  if (token === '') throw unauthorized('empty Bearer token')
+  return token
+}
+
+function reason (err: unknown): string {
+  if (err instanceof errors.JWTExpired) return 'auth_failed:expired'
+  if (err instanceof errors.JWTClaimValidationFailed) {
+    if (err.claim === 'iss') return 'auth_failed:wrong_issuer'
+    if (err.claim === 'aud') return 'auth_failed:wrong_audience'
+    if (err.claim === 'exp') return 'auth_failed:expired'
+    return 'auth_failed:malformed'
+  }
+  if (err instanceof errors.JWSSignatureVerificationFailed || err instanceof errors.JWKSNoMatchingKey || err instanceof errors.JWKSMultipleMatchingKeys) return 'auth_failed:invalid_signature'
+  return 'auth_failed:malformed'
+}

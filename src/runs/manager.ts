@@ -1,0 +1,172 @@
+import { randomUUID } from 'node:crypto'
+import type { Logger } from 'pino'
+import { createActor, type Actor } from 'xstate'
+import type { BusMessage } from '../bus/index.js'
+import { runMachine, type RunMachineEvent } from './machine.js'
+import { ModeError, type Mode } from './modes/index.js'
+import type { RunHub } from './hub.js'
+import type { RunStore } from './store.js'
+import { isTerminal, type RunEvent, type RunRecord, type RunStatus } from './types.js'
+
+interface ActiveRun {
+  record: RunRecord
+  actor: Actor<typeof runMachine>
+  /** Stores, then streams, then publishes each event in order. */
+  chain: Promise<void>
+  abort: AbortController
+  ended: Promise<RunRecord>
+  end: (record: RunRecord) => void
+}
+
+export interface StartRun {
+  tenant: string
+  mode: string
+  message: string
+  options: Record<string, unknown>
+}
+
+/**
+ * Runs as xstate actors. Every transition and step is appended to LMDB first,
+ * then handed to live subscribers, then to the bus, in order per run.
+ */
+export class RunManager {
+  private readonly active = new Map<string, ActiveRun>()
+
+  constructor (
+    private readonly store: RunStore,
+    private readonly hub: RunHub,
+    private readonly modes: ReadonlyMap<string, Mode>,
+    private readonly publish: (message: BusMessage) => void,
+    private readonly log: Logger
+  ) {}
+
+  hasMode (mode: string): boolean {
+    return this.modes.has(mode)
+  }
+
+  get (runId: string): RunRecord | undefined {
+    return this.active.get(runId)?.record ?? this.store.get(runId)
+  }
+
+  get inFlight (): number {
+    return this.active.size
+  }
+
+  /** Creates the run (stored as queued before this resolves) and starts it on the next turn. */
+  async start (input: StartRun): Promise<RunRecord> {
+    const record: RunRecord = {
+      run_id: `run-${randomUUID()}`,
+      tenant_id: input.tenant,
+      mode: input.mode,
+      message: input.message,
+      status: 'queued',
+      created_at: new Date().toISOString(),
+      started_at: null,
+      ended_at: null,
+      result: null,
+      error: null,
+      last_event_id: 0
+    }
+    let end: (r: RunRecord) => void = () => {}
+    const ended = new Promise<RunRecord>(resolve => { end = resolve })
+    const actor = createActor(runMachine).start()
+    const run: ActiveRun = { record, actor, chain: Promise.resolve(), abort: new AbortController(), ended, end }
+    this.active.set(record.run_id, run)
+    this.record(run, 'run.queued', record)
+    await run.chain
+    setImmediate(() => { this.execute(run, input).catch(err => this.log.error({ err, runId: record.run_id }, 'run execution failed')) })
+    return run.record
+  }
+
+  /** Resolves with the terminal record, or the current one when `timeoutMs` passes first. */
+  async waitForEnd (runId: string, timeoutMs: number): Promise<RunRecord | undefined> {
+    const run = this.active.get(runId)
+    if (!run) return this.get(runId)
+    let timer: NodeJS.Timeout | undefined
+    const timeout = new Promise<RunRecord>(resolve => { timer = setTimeout(() => resolve(run.record), timeoutMs) })
+    try {
+      return await Promise.race([run.ended, timeout])
+    } finally {
+      clearTimeout(timer)
+    }
+  }
+
+  /** Cancels an in-flight run; undefined when the run is unknown or already terminal. */
+  async cancel (runId: string): Promise<RunRecord | undefined> {
+    const run = this.active.get(runId)
+    if (!run || !this.transition(run, { type: 'CANCEL' }, { ended_at: new Date().toISOString() })) return undefined
+    run.abort.abort()
+    await run.chain
+    return run.record
+  }
+
+  /**
+   * After a crash, runs that were in flight cannot be resumed safely (a mode
+   * may have half-done side effects), so each is failed with `interrupted`.
+   */
+  async recover (): Promise<number> {
+    let n = 0
+    for (const stale of [...this.store.inFlight()]) {
+      const id = stale.last_event_id + 1
+      const record: RunRecord = { ...stale, status: 'failed', ended_at: new Date().toISOString(), error: { code: 'interrupted', message: 'the process stopped while the run was in flight' }, last_event_id: id }
+      await this.store.append(record, { id, event: 'run.failed', data: record })
+      n++
+    }
+    return n
+  }
+
+  /** Waits for every stored-and-streamed event of active runs (shutdown). */
+  async drain (): Promise<void> {
+    for (const run of this.active.values()) run.abort.abort()
+    await Promise.all([...this.active.values()].map(r => r.chain))
+  }
+
+  private async execute (run: ActiveRun, input: StartRun): Promise<void> {
+    if (!this.transition(run, { type: 'START' }, { started_at: new Date().toISOString() })) return
+    const mode = this.modes.get(input.mode)!
+    try {
+      const result = await mode({
+        message: input.message,
+        options: input.options,
+        signal: run.abort.signal,
+        emit: async step => {
+          if (!run.abort.signal.aborted) this.record(run, 'step', step)
+          await run.chain
+        }
+      })
+      this.transition(run, { type: 'SUCCEED' }, { result, ended_at: new Date().toISOString() })
+    } catch (err) {
+      const error = err instanceof ModeError ? { code: err.code, message: err.message } : { code: 'mode_failed', message: (err as Error).message }
+      this.transition(run, { type: 'FAIL' }, { error, ended_at: new Date().toISOString() })
+    }
+    await run.chain
+  }
+
+  /** Sends `event` to the actor; on a state change, records it. False when the state did not change. */
+  private transition (run: ActiveRun, event: RunMachineEvent, patch: Partial<RunRecord>): boolean {
+    const before = run.actor.getSnapshot().value
+    run.actor.send(event)
+    const status = run.actor.getSnapshot().value as RunStatus
+    if (status === before) return false
+    const record = { ...run.record, ...patch, status }
+    this.record(run, `run.${status}`, record)
+    return true
+  }
+
+  private record (run: ActiveRun, name: RunEvent['event'], data: unknown): void {
+    const id = run.record.last_event_id + 1
+    const record = name === 'step' ? { ...run.record, last_event_id: id } : { ...(data as RunRecord), last_event_id: id }
+    const event: RunEvent = { id, event: name, data: name === 'step' ? data : record }
+    run.record = record
+    run.chain = run.chain.then(async () => {
+      await this.store.append(record, event)
+      this.hub.publish(record.run_id, event)
+      this.publish({ key: record.run_id, value: JSON.stringify({ run_id: record.run_id, tenant_id: record.tenant_id, ...event }), headers: { 'client-id': record.tenant_id, schema: 'run-event@1' } })
+      if (isTerminal(record.status)) {
+        run.actor.stop()
+        this.active.delete(record.run_id)
+        run.end(record)
+      }
+    }).catch(err => { this.log.error({ err, runId: record.run_id }, 'could not store a run event') })
+  }
+}

@@ -1,0 +1,21 @@
+import { setTimeout as sleep } from 'node:timers/promises'
+import type { Mode } from './types.js'
+
+/**
+ * For tests and load: emits `options.steps` steps (default 1) echoing the
+ * message, `options.delay_ms` apart (default 0), and returns the message.
+ */
+export const echo: Mode = async ({ message, options, signal, emit }) => {
+  const steps = clamp(options['steps'], 1, 0, 1000)
+  const delay = clamp(options['delay_ms'], 0, 0, 60_000)
+  for (let i = 1; i <= steps; i++) {
+    if (delay > 0) await sleep(delay, undefined, { signal })
+    signal.throwIfAborted()
+    await emit({ type: 'echo', step: i, text: message })
+  }
+  return { output: message }
+}
+
+function clamp (value: unknown, fallback: number, min: number, max: number): number {
+  return typeof value === 'number' && Number.isInteger(value) ? Math.min(max, Math.max(min, value)) : fallback
+}

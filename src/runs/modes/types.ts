@@ -1,0 +1,19 @@
+export interface ModeInput {
+  message: string
+  /** Mode-specific settings from the request's `options` object. */
+  options: Record<string, unknown>
+  signal: AbortSignal
+  /** Reports a step; it is stored and streamed before the mode goes on. */
+  emit: (step: Record<string, unknown>) => Promise<void>
+}
+
+/** A failure a mode reports with a stable code (e.g. `model_not_configured`). */
+export class ModeError extends Error {
+  constructor (readonly code: string, message: string) {
+    super(message)
+    this.name = 'ModeError'
+  }
+}
+
+/** A mode is a plugin: it receives the message, a cancellation signal and `emit`, and returns the result. */
+export type Mode = (input: ModeInput) => Promise<unknown>

@@ -1,0 +1,35 @@
+export const IN_FLIGHT = ['queued', 'running'] as const
+export const TERMINAL = ['succeeded', 'failed', 'cancelled'] as const
+export type RunStatus = typeof IN_FLIGHT[number] | typeof TERMINAL[number]
+
+export interface RunError {
+  code: string
+  message: string
+}
+
+export interface RunRecord {
+  run_id: string
+  tenant_id: string
+  mode: string
+  message: string
+  status: RunStatus
+  created_at: string
+  started_at: string | null
+  ended_at: string | null
+  result: unknown
+  error: RunError | null
+  last_event_id: number
+}
+
+/** `run.<status>` for transitions, `step` for what a mode reports along the way. */
+export type RunEventName = `run.${RunStatus}` | 'step'
+
+export interface RunEvent {
+  id: number
+  event: RunEventName
+  data: unknown
+}
+
+export function isTerminal (status: RunStatus): boolean {
+  return (TERMINAL as readonly string[]).includes(status)
+}
