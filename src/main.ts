@@ -6,6 +6,7 @@ import type { Config } from './config/index.js'
 import { HttpServer, loadUws } from './http/index.js'
 import { Readiness, opsRoutes, openApiRoute, type OpenApiPart } from './ops/index.js'
 import { EvidenceService, evidenceOpenApi } from './evidence/index.js'
+import { FrontDoor } from './frontdoor/index.js'
 import { HarnessService } from './runs/index.js'
 import { TelemetryService, telemetryOpenApi } from './telemetry/index.js'
 import { checkState, createObjectStore, openState } from './storage/index.js'
@@ -34,15 +35,14 @@ export async function startGateway (config: Config, log: Logger): Promise<Gatewa
   const stoppers: Array<() => Promise<void> | void> = [() => bus.close()]
 
   const servers: HttpServer[] = []
+  const openApi: OpenApiPart[] = []
   let main: HttpServer | undefined
+  let auth: AuthService | undefined
+  // Login, ingest and the front door share PORT, and all need the signing keys.
   if (roles.has('auth') || roles.has('ingest') || roles.has('frontdoor')) {
     main = new HttpServer({ name: 'gateway', logger: log, registry, uws })
     servers.push(main)
     opsRoutes(readiness, registry).forEach(r => main!.route(r))
-  }
-  const openApi: OpenApiPart[] = []
-  let auth: AuthService | undefined
-  if (roles.has('auth') || roles.has('ingest')) {
     auth = new AuthService(config, state, log)
     await auth.start()
     stoppers.push(() => auth!.stop())
@@ -77,6 +77,11 @@ export async function startGateway (config: Config, log: Logger): Promise<Gatewa
     opsRoutes(harnessReadiness).forEach(r => server.route(r))
     harness.routes().forEach(r => server.route(r))
     harnessPort = await server.listen(config.host, config.harnessPort)
+  }
+
+  if (roles.has('frontdoor')) {
+    const harnessUrl = config.harnessUrl ?? `http://127.0.0.1:${harnessPort ?? config.harnessPort}`
+    new FrontDoor(config, auth!.keys, harnessUrl).routes().forEach(r => main!.route(r))
   }
 
   const port = main ? await main.listen(config.host, config.port) : undefined

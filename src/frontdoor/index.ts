@@ -1,0 +1,2 @@
+export { FrontDoor } from './service.js'
+export { loadOrgs, type Org } from './orgs.js'
