@@ -8,6 +8,8 @@ import type { RunHub } from './hub.js'
 import type { RunStore } from './store.js'
 import { isTerminal, type RunEvent, type RunRecord, type RunStatus } from './types.js'
 
+const INTERRUPTED = { code: 'interrupted', message: 'the process stopped while the run was in flight' }
+
 interface ActiveRun {
   record: RunRecord
   actor: Actor<typeof runMachine>
@@ -108,17 +110,25 @@ export class RunManager {
     let n = 0
     for (const stale of [...this.store.inFlight()]) {
       const id = stale.last_event_id + 1
-      const record: RunRecord = { ...stale, status: 'failed', ended_at: new Date().toISOString(), error: { code: 'interrupted', message: 'the process stopped while the run was in flight' }, last_event_id: id }
+      const record: RunRecord = { ...stale, status: 'failed', ended_at: new Date().toISOString(), error: INTERRUPTED, last_event_id: id }
       await this.store.append(record, { id, event: 'run.failed', data: record })
       n++
     }
     return n
   }
 
-  /** Waits for every stored-and-streamed event of active runs (shutdown). */
+  /**
+   * Shutdown: runs still in flight end as they would after a crash (failed,
+   * `interrupted`), their modes are told to stop, and every event is stored
+   * before this resolves.
+   */
   async drain (): Promise<void> {
-    for (const run of this.active.values()) run.abort.abort()
-    await Promise.all([...this.active.values()].map(r => r.chain))
+    const runs = [...this.active.values()]
+    for (const run of runs) {
+      this.transition(run, { type: 'FAIL' }, { error: INTERRUPTED, ended_at: new Date().toISOString() })
+      run.abort.abort()
+    }
+    await Promise.all(runs.map(r => r.ended))
   }
 
   private async execute (run: ActiveRun, input: StartRun): Promise<void> {
