@@ -13,7 +13,8 @@ import { RunStore } from './store.js'
 import { isTerminal, type RunRecord } from './types.js'
 
 const RETENTION_SWEEP_MS = 60 * 60 * 1000
-const KEY_RETRY_MS = 5000
+const KEY_RETRY_MIN_MS = 250
+const KEY_RETRY_MAX_MS = 10_000
 
 /** The run harness on HARNESS_PORT: the gate, the run manager, SSE, recovery and retention. */
 export class HarnessService {
@@ -67,13 +68,14 @@ export class HarnessService {
     ]
   }
 
-  private loadKeys (): void {
+  /** Fetches the key set, retrying with backoff: the IdP may start after us (or be this process). */
+  private loadKeys (delay = KEY_RETRY_MIN_MS): void {
     this.gate.loadKeys().then(() => {
       this.keysLoaded = true
       this.log.info({ jwks: this.config.idpJwksUrl }, 'harness key set fetched')
     }, err => {
-      this.log.warn({ err: (err as Error).message, jwks: this.config.idpJwksUrl }, 'harness key set not fetched; retrying')
-      this.timers.push(setTimeout(() => this.loadKeys(), KEY_RETRY_MS).unref())
+      this.log.warn({ err: (err as Error).message, jwks: this.config.idpJwksUrl, retryInMs: delay }, 'harness key set not fetched; retrying')
+      this.timers.push(setTimeout(() => this.loadKeys(Math.min(delay * 2, KEY_RETRY_MAX_MS)), delay).unref())
     })
   }
 

@@ -1,4 +1,5 @@
-import { writeFileSync } from 'node:fs'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import pino from 'pino'
 import { loadConfig, type Config } from '../../src/config/index.js'
@@ -13,7 +14,6 @@ export interface TestGateway {
 }
 
 interface Tap {
-  testdir(fixture?: object): string
   teardown(fn: () => unknown): void
 }
 
@@ -25,12 +25,16 @@ export const NO_SCOPE_CLIENT = { client_id: 'reader', client_secret: 'reader-sec
  * and a clients file holding CLIENT and NO_SCOPE_CLIENT; stopped at teardown.
  */
 export async function startTestGateway (t: Tap, env: Record<string, string> = {}, extraClients: object[] = []): Promise<TestGateway> {
-  const dataDir = t.testdir()
+  // Not t.testdir(): a test may want a fixture folder of its own beside this one.
+  const dataDir = mkdtempSync(join(tmpdir(), 'gw-test-'))
   const clientsFile = join(dataDir, 'clients.json')
   writeFileSync(clientsFile, JSON.stringify([CLIENT, NO_SCOPE_CLIENT, ...extraClients]))
   const config = loadConfig({ PORT: '0', HARNESS_PORT: '0', DATA_DIR: dataDir, AUTH_CLIENTS_FILE: clientsFile, LOG_LEVEL: 'silent', ...env })
   const gateway = await startGateway(config, pino({ level: config.logLevel }))
-  t.teardown(() => gateway.stop())
+  t.teardown(async () => {
+    await gateway.stop()
+    rmSync(dataDir, { recursive: true, force: true })
+  })
   return { url: `http://127.0.0.1:${gateway.port}`, harnessUrl: `http://127.0.0.1:${gateway.harnessPort}`, gateway, config, dataDir }
 }
 
