@@ -36,6 +36,7 @@ let code = 1
 let summary = { pass: 0, fail: 0, skip: 0 }
 try {
   run('npx', ['tsc', '-p', 'tsconfig.json'])
+  run('npx', ['tsc', '-p', 'test/tsconfig.json'])
   const env = { ...process.env }
   if (skipInfra) {
     console.error('test: TEST_INFRA=skip: Kafka and MinIO are NOT started; their tests are skipped')

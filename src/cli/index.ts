@@ -42,8 +42,11 @@ async function serve (config: Config): Promise<number> {
     const stop = (signal: NodeJS.Signals): void => {
       process.off('SIGTERM', stop)
       process.off('SIGINT', stop)
+      // Stop first: its synchronous part closes the listeners, so whoever reads
+      // this log line can rely on new connections being refused already.
+      const stopping = gateway.stop()
       log.info({ signal }, 'shutting down')
-      gateway.stop().then(({ drained }) => {
+      stopping.then(({ drained }) => {
         log.info({ drained }, 'stopped')
         return 0
       }, err => {

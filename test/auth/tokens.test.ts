@@ -1,17 +1,17 @@
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { SignJWT, generateKeyPair } from 'jose'
 import { KeyStore, TokenVerifier } from '../../src/auth/index.js'
-
-type Tap = typeof t
 import { openState } from '../../src/storage/index.js'
 
-async function setup (t: Tap, clock = { now: Date.now() }) {
+type SigningKey = Parameters<SignJWT['sign']>[0]
+
+async function setup (t: Test, clock = { now: Date.now() }) {
   const state = openState(t.testdir())
   t.teardown(() => state.close())
   const keys = new KeyStore(state, { tokenTtlS: 3600, rotationS: 86400 })
   await keys.init()
   const verifier = new TokenVerifier(keys, { issuer: 'https://gw/', audiences: ['evidence-gateway'], now: () => clock.now })
-  const sign = (claims: Record<string, unknown>, opts: { iss?: string, aud?: string, exp?: number, key?: CryptoKey | import('node:crypto').KeyObject, kid?: string } = {}) =>
+  const sign = (claims: Record<string, unknown>, opts: { iss?: string, aud?: string, exp?: number, key?: SigningKey, kid?: string } = {}) =>
     new SignJWT({ client_id: 'c1', scope: 'asset:track:write', ...claims })
       .setProtectedHeader({ alg: 'RS256', kid: opts.kid ?? keys.current.kid })
       .setIssuer(opts.iss ?? 'https://gw/')
@@ -61,5 +61,5 @@ t.test('a cached token still expires', async t => {
   const token = await sign({}, { exp: Math.floor(clock.now / 1000) + 60 })
   await verifier.verify(`Bearer ${token}`, 'asset:track:write')
   clock.now += 61_000
-  await t.rejects(verifier.verify(`Bearer ${token}`, 'asset:track:write'), { status: 401 })
+  await t.rejects(verifier.verify(`Bearer ${token}`, 'asset:track:write'), { code: 'unauthorized', status: 401 }, 'rejected once expired')
 })

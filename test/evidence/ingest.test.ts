@@ -2,11 +2,10 @@ import t from 'tap'
 import { readdirSync, existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import '../helpers/no-keepalive.js'
-import { LocalBus } from '../../src/bus/index.js'
-import { openState } from '../../src/storage/index.js'
 import { startTestGateway, login, NO_SCOPE_CLIENT, CLIENT } from '../helpers/gateway.js'
 import { multipartBody, envelopePart, mediaPart, clip, baseEnvelope, postEvidence, BOUNDARY } from '../helpers/multipart.js'
-import { rawConnect, readResponse, until } from '../helpers/http.js'
+import { rawConnect, readResponse, eventually } from '../helpers/http.js'
+import { tailBus } from '../helpers/child.js'
 
 async function setup (t: any, env: Record<string, string> = {}) {
   const gw = await startTestGateway(t, env)
@@ -16,20 +15,14 @@ async function setup (t: any, env: Record<string, string> = {}) {
     const root = join(gw.dataDir, 'objects')
     return existsSync(root) ? readdirSync(root, { recursive: true, withFileTypes: true }).filter(d => d.isFile()).map(d => join(d.parentPath, d.name)) : []
   }
-  const published = async () => {
-    const state = openState(gw.dataDir)
-    try {
-      const bus = new LocalBus(state)
-      return [...bus.read('stream.events.v1')]
-    } finally {
-      await state.close()
-    }
-  }
-  return { ...gw, token, post, objects, published }
+  const published = () => tailBus(gw.dataDir, 'stream.events.v1')
+  /** The relay publishes after the 202: wait until `n` envelopes are on the bus. */
+  const publishedAtLeast = (n: number) => eventually(published, m => m.length >= n)
+  return { ...gw, token, post, objects, published, publishedAtLeast }
 }
 
 t.test('several clips: 202 with only the ack; objects stored; envelope published by reference', async t => {
-  const { post, objects, published, dataDir } = await setup(t, { EVIDENCE_PLAYBACK_BASE_URL: 'https://play.example/v' })
+  const { post, objects, publishedAtLeast, dataDir } = await setup(t, { EVIDENCE_PLAYBACK_BASE_URL: 'https://play.example/v' })
   const a = clip(300_000)
   const b = clip(1_200_000)
   const body = multipartBody([
@@ -47,12 +40,11 @@ t.test('several clips: 202 with only the ack; objects stored; envelope published
   const day = new Date().toISOString().slice(0, 10).replace(/-/g, '/')
   t.same(files.sort(), [`${CLIENT.client_id}/${day}/evt-multi/0.mp4`, `${CLIENT.client_id}/${day}/evt-multi/1.h264`])
 
-  await until(() => true)
-  const [m, ...more] = await published()
+  const [m, ...more] = await publishedAtLeast(1)
   t.equal(more.length, 0, 'published once')
   t.equal(m!.key, `${CLIENT.client_id}/cam-3`)
   t.same(m!.headers, { 'x-request-id': 'ev-req-1', 'client-id': CLIENT.client_id, schema: 'event-envelope@1.0' })
-  const env = JSON.parse(m!.value as string)
+  const env = m!.value
   t.equal(env.client_id, CLIENT.client_id)
   t.equal(env.request_id, 'ev-req-1')
   t.same(env.attributes, { plate: 'B-XY 1' })
@@ -64,17 +56,17 @@ t.test('several clips: 202 with only the ack; objects stored; envelope published
 })
 
 t.test('an event with no media, and a generated event_id', async t => {
-  const { post, published } = await setup(t)
+  const { post, publishedAtLeast } = await setup(t)
   const res = await post(multipartBody([envelopePart(baseEnvelope())]))
   t.equal(res.status, 202)
   t.match(res.body.event_id, /^evt-[0-9a-f-]{36}$/)
   t.equal(res.body.media_count, 0)
-  const [m] = await published()
-  t.equal(JSON.parse(m!.value as string).event_id, res.body.event_id)
+  const [m] = await publishedAtLeast(1)
+  t.equal(m!.value.event_id, res.body.event_id)
 })
 
 t.test('a replay answers the same 202 with Idempotent-Replay and stores and publishes nothing', async t => {
-  const { post, objects, published } = await setup(t)
+  const { post, objects, publishedAtLeast } = await setup(t)
   const c = clip(50_000)
   const body = multipartBody([envelopePart(baseEnvelope({ event_id: 'evt-once' })), mediaPart(c.data)])
   const first = await post(body)
@@ -84,7 +76,7 @@ t.test('a replay answers the same 202 with Idempotent-Replay and stores and publ
   t.same(again.body, first.body)
   t.equal(again.headers.get('idempotent-replay'), 'true')
   t.same(objects(), before, 'nothing new stored')
-  t.equal((await published()).length, 1, 'published once')
+  t.equal((await publishedAtLeast(1)).length, 1, 'published once')
 })
 
 t.test('the same event_id while the first is still uploading is 409 idempotency_in_progress', async t => {

@@ -55,3 +55,21 @@ export async function runGateway (args: string[], env: Record<string, string>, i
   const code = await new Promise<number | null>(resolve => proc.once('exit', resolve))
   return { code, stdout, stderr }
 }
+
+export interface TailedMessage {
+  offset: number
+  key: string
+  headers: Record<string, string>
+  value: any
+}
+
+/**
+ * The embedded bus log of `topic`, read by `gateway tail` in its own process,
+ * as an operator would. (A second LMDB handle inside the test process could
+ * close the environment the gateway under test is using.)
+ */
+export async function tailBus (dataDir: string, topic: string): Promise<TailedMessage[]> {
+  const { code, stdout, stderr } = await runGateway(['tail', topic], { DATA_DIR: dataDir })
+  if (code !== 0) throw new Error(`gateway tail failed: ${stderr}`)
+  return stdout.split('\n').filter(Boolean).map(line => JSON.parse(line) as TailedMessage)
+}

@@ -17,8 +17,8 @@ export interface InfraEnv {
 }
 
 interface Tap {
-  skip(reason: string): void
-  fail(message: string): void
+  skip: (...args: any[]) => unknown
+  fail: (...args: any[]) => unknown
   teardown(fn: () => unknown): void
 }
 
