@@ -1,7 +1,6 @@
-import { readFileSync } from 'node:fs'
-import { Ajv } from 'ajv'
 import type { Database } from 'lmdb'
 import type { Logger } from 'pino'
+import { readJsonFile } from '../config/index.js'
 import type { StateStore } from '../storage/index.js'
 import { hashSecret, isSecretHash, verifySecret } from './secrets.js'
 
@@ -31,7 +30,7 @@ const fileSchema = {
     oneOf: [{ required: ['client_secret'] }, { required: ['client_secret_hash'] }]
   }
 }
-const validateFile = new Ajv({ allErrors: true }).compile<Array<Omit<Client, 'client_secret_hash' | 'tenant'> & { client_secret?: string, client_secret_hash?: string, tenant?: string }>>(fileSchema)
+type FileEntry = Omit<Client, 'client_secret_hash' | 'tenant'> & { client_secret?: string, client_secret_hash?: string, tenant?: string }
 
 /**
  * Clients from AUTH_CLIENTS_FILE (read once at start) and from LMDB (written by
@@ -50,17 +49,7 @@ export class ClientRegistry {
   async init (file: string | undefined, log: Logger): Promise<void> {
     this.decoy = await hashSecret('decoy')
     if (!file) return
-    let entries: unknown
-    try {
-      entries = JSON.parse(readFileSync(file, 'utf8'))
-    } catch (err) {
-      throw new Error(`AUTH_CLIENTS_FILE ${file}: ${(err as Error).message}`)
-    }
-    if (!validateFile(entries)) {
-      const first = validateFile.errors?.[0]
-      throw new Error(`AUTH_CLIENTS_FILE ${file}: ${first?.instancePath || '/'} ${first?.message ?? 'invalid'}`)
-    }
-    for (const e of entries) {
+    for (const e of readJsonFile<FileEntry[]>('AUTH_CLIENTS_FILE', file, fileSchema)) {
       let hash = e.client_secret_hash
       if (hash !== undefined && !isSecretHash(hash)) throw new Error(`AUTH_CLIENTS_FILE ${file}: client ${e.client_id} has a malformed client_secret_hash`)
       if (hash === undefined) {

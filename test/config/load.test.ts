@@ -69,3 +69,13 @@ t.test('the README configuration table lists exactly the variables of the schema
     t.equal(documented.get(v.name), shown === '' ? '' : `\`${shown}\``, `${v.name} default`)
   }
 })
+
+t.test('a JSON file named by a variable is checked, with the variable and file in the message', async t => {
+  const { readJsonFile } = await import('../../src/config/index.js')
+  const dir = t.testdir({ 'ok.json': '{"a":1}', 'bad.json': '{"a":"x"}', 'broken.json': '{' })
+  const schema = { type: 'object', properties: { a: { type: 'integer' } } }
+  t.same(readJsonFile('ORGS_FILE', `${dir}/ok.json`, schema), { a: 1 })
+  t.throws(() => readJsonFile('ORGS_FILE', `${dir}/bad.json`, schema), { name: 'ConfigError', message: /^ORGS_FILE .*bad\.json: \/a must be integer$/ })
+  t.throws(() => readJsonFile('ORGS_FILE', `${dir}/broken.json`, schema), /^ORGS_FILE .*broken\.json: /)
+  t.throws(() => readJsonFile('AUTH_CLIENTS_FILE', `${dir}/missing.json`, schema), /^AUTH_CLIENTS_FILE .*missing\.json: ENOENT/)
+})
