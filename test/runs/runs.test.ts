@@ -5,6 +5,7 @@ import { startTestGateway } from '../helpers/gateway.js'
 import { startIdp, harnessAuthEnv } from '../helpers/jwks.js'
 import { eventually, rawConnect } from '../helpers/http.js'
 import { readSse } from '../helpers/sse.js'
+import { tailBus } from '../helpers/child.js'
 
 async function setup (t: any, env: Record<string, string> = {}) {
   const gw = await startTestGateway(t, env)
@@ -163,4 +164,15 @@ t.test('agentic without HARNESS_LLM_URL fails with model_not_configured', async 
   const { call } = await setup(t)
   const res = await call('POST', '/runs', { message: 'hi' })
   t.match(res.body, { mode: 'agentic', status: 'failed', error: { code: 'model_not_configured' } })
+})
+
+t.test('every transition and step is published to TOPIC_RUNS, keyed by run_id, in order', async t => {
+  const { call, dataDir } = await setup(t, { TOPIC_RUNS: 'runs.test.v1' })
+  const { body } = await call('POST', '/runs', { message: 'pub', mode: 'echo', options: { steps: 2 } }, { 'x-svc-tenant-client-id': 'acme' })
+  const messages = await eventually(() => tailBus(dataDir, 'runs.test.v1'), m => m.length >= 5)
+  t.same(messages.map(m => m.key), Array(5).fill(body.run_id))
+  t.same(messages.map(m => m.value.event), ['run.queued', 'run.running', 'step', 'step', 'run.succeeded'])
+  t.same(messages.map(m => m.value.id), [1, 2, 3, 4, 5])
+  t.same(messages[0]!.headers, { 'client-id': 'acme', schema: 'run-event@1' })
+  t.equal(messages[4]!.value.tenant_id, 'acme')
 })
