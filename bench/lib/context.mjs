@@ -92,6 +92,11 @@ export function createContext (scenario, settings, { log, warn }) {
      * wrk's CPU sampled. Resolves to a result row; `problems` lists whatever
      * makes the figures untrustworthy (non-2xx, socket errors, a failed probe,
      * a server that died) and the table flags such rows.
+     *
+     * opts: `warmup` / `duration` seconds, `wrk` (overrides for both wrk runs,
+     * e.g. { connections }), `companions` ([{ label, pid }]: processes the
+     * server depends on, e.g. a broker, whose CPU is reported in
+     * `companionCpu[label]` instead of counting as other processes').
      */
     async measure (server, request, opts = {}) {
       const expect = request.expectStatus ?? (s => s >= 200 && s < 300)
@@ -105,20 +110,22 @@ export function createContext (scenario, settings, { log, warn }) {
       let warmup
       if (warmupSeconds > 0) {
         log(`  ${server.label}: warm-up ${warmupSeconds} s`)
-        const w = await ctx.wrk({ url: server.url, request, duration: warmupSeconds })
+        const w = await ctx.wrk({ url: server.url, request, duration: warmupSeconds, ...opts.wrk })
         warmup = { seconds: warmupSeconds, reqPerSec: w.reqPerSec, non2xx3xx: w.non2xx3xx, socketErrors: w.socketErrors }
       }
 
       const duration = opts.duration ?? settings.duration
       log(`  ${server.label}: measuring ${duration} s`)
       const sampler = ctx.sample(server.pid)
+      const companions = (opts.companions ?? []).filter(c => c.pid)
+      for (const c of companions) sampler.watch(c.pid)
       const system = sampleSystem()
       const windowStartUs = Number(process.hrtime.bigint() / 1000n)
       let wrkPid
       let w
       let s
       try {
-        w = await ctx.wrk({ url: server.url, request, duration, onStart: pid => { wrkPid = pid; sampler.watch(pid) } })
+        w = await ctx.wrk({ url: server.url, request, duration, ...opts.wrk, onStart: pid => { wrkPid = pid; sampler.watch(pid) } })
       } finally {
         s = sampler.stop() // stops the polling timer even when wrk fails
       }
@@ -133,9 +140,11 @@ export function createContext (scenario, settings, { log, warn }) {
       }
       if (!alive) problems.push(`server died during the run (code ${server.child.exitCode}, signal ${server.child.signalCode})`)
       const wrkCpu = wrkPid === undefined ? undefined : s.otherCpuFraction[wrkPid]
-      // CPU that neither the server, wrk nor the runner used: other processes competing.
+      const companionCpu = Object.fromEntries(companions.map(c => [c.label, s.otherCpuFraction[c.pid]]))
+      const companionsTotal = Object.values(companionCpu).reduce((a, b) => a + (b ?? 0), 0)
+      // CPU that neither the server, wrk, the runner nor a companion used: other processes competing.
       const othersCpu = sys && s.cpuFraction !== undefined
-        ? Math.max(0, sys.busyCores - s.cpuFraction - (wrkCpu ?? 0) - sys.runnerCores)
+        ? Math.max(0, sys.busyCores - s.cpuFraction - (wrkCpu ?? 0) - sys.runnerCores - companionsTotal)
         : undefined
       if (othersCpu !== undefined && othersCpu > settings.busyThreshold) {
         notes.push(`other processes used ${Math.round(othersCpu * 100)}% of a core during the run` +
@@ -161,6 +170,7 @@ export function createContext (scenario, settings, { log, warn }) {
         serverCpu: s.cpuFraction,
         serverCpuSeconds: s.cpuSeconds,
         wrkCpu,
+        companionCpu: companions.length ? companionCpu : undefined,
         othersCpu,
         system: sys,
         probe,

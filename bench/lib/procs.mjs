@@ -10,6 +10,7 @@ import { createServer } from 'node:net'
 
 const live = new Set()
 const tempDirs = new Set()
+const exitHooks = new Set()
 
 let stopping = false
 /** True once SIGINT/SIGTERM/SIGHUP arrived: the runner is winding down. */
@@ -34,6 +35,17 @@ function signalAll (signal) {
   }
 }
 
+/**
+ * Registers a synchronous clean-up for what runs outside the tracked children
+ * (e.g. a broker started detached by scripts/infra.sh): it runs at exit, also
+ * after an error or SIGINT/SIGTERM/SIGHUP, before the temp dirs go. Returns
+ * a function that unregisters it (call it once the clean-up ran normally).
+ */
+export function atExit (fn) {
+  exitHooks.add(fn)
+  return () => exitHooks.delete(fn)
+}
+
 /** A temp dir removed when the runner exits. */
 export function tempDir (prefix) {
   const dir = mkdtempSync(join(tmpdir(), prefix))
@@ -53,6 +65,10 @@ export function installCleanupHandlers () {
   handlersInstalled = true
   process.on('exit', () => {
     signalAll('SIGKILL')
+    for (const fn of [...exitHooks]) {
+      exitHooks.delete(fn)
+      try { fn() } catch (err) { process.stderr.write(`bench: clean-up failed: ${err?.message ?? err}\n`) }
+    }
     for (const dir of tempDirs) { try { rmSync(dir, { recursive: true, force: true }) } catch {} }
   })
   for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) {

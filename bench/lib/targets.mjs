@@ -2,6 +2,7 @@
 // { label, start(ctx) → server } where server is { url, pid, stop(), ... }
 // (see startServer in procs.mjs). ctx supplies the CPU pin and a temp dir.
 import { existsSync, readdirSync, statSync } from 'node:fs'
+import { spawnSync } from 'node:child_process'
 import { join, dirname } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { startServer, listeningLine, tempDir, freePort } from './procs.mjs'
@@ -82,8 +83,12 @@ export function gateway ({ label = 'gateway', env: envSpec = {}, nodeArgs = [] }
   }
 }
 
-/** bench/baselines/bare-uws.mjs: the same uWS build answering /health with nothing else. */
-export function bareUws ({ label = 'bare-uws' } = {}) {
+/**
+ * bench/baselines/bare-uws.mjs: the same uWS build answering /health with
+ * nothing else; `script` names another bare uWS baseline in bench/baselines/
+ * (bare-uws-json.mjs: a JSON POST parsed and answered).
+ */
+export function bareUws ({ label = 'bare-uws', script = 'bare-uws.mjs' } = {}) {
   return {
     label,
     kind: 'baseline',
@@ -91,12 +96,58 @@ export function bareUws ({ label = 'bare-uws' } = {}) {
       return startServer({
         label,
         cmd: process.execPath,
-        args: [...ctx.nodeArgsFor(label), join(BENCH_DIR, 'baselines', 'bare-uws.mjs')],
+        args: [...ctx.nodeArgsFor(label), join(BENCH_DIR, 'baselines', script)],
         cwd: REPO_DIR,
         cpu: ctx.serverCpu,
         dir: ctx.tmpDir,
         env: { ...process.env, HOST: '127.0.0.1', PORT: '0' },
         ready: listeningLine()
+      })
+    }
+  }
+}
+
+const BASELINES_DIR = join(BENCH_DIR, 'baselines')
+
+/**
+ * Installs the baselines' own dependencies (bench/baselines/package.json,
+ * never the gateway's) with `npm --prefix bench/baselines install` when
+ * node_modules is missing or older than package.json / package-lock.json.
+ */
+export function ensureBaselineDeps (log) {
+  const installed = join(BASELINES_DIR, 'node_modules', '.package-lock.json')
+  const mtime = f => { try { return statSync(f).mtimeMs } catch { return 0 } }
+  const newest = Math.max(mtime(join(BASELINES_DIR, 'package.json')), mtime(join(BASELINES_DIR, 'package-lock.json')))
+  if (existsSync(installed) && mtime(installed) >= newest) return
+  log('bench: installing the baselines\' dependencies: npm --prefix bench/baselines install')
+  // install, not ci: it follows the lock file and still works when package.json got a new entry.
+  const r = spawnSync('npm', ['--prefix', BASELINES_DIR, 'install', '--no-audit', '--no-fund'], { cwd: REPO_DIR, stdio: ['ignore', 2, 2] })
+  if (r.status !== 0) throw new Error(`npm --prefix bench/baselines install failed (exit ${r.status ?? r.signal})`)
+}
+
+/**
+ * bench/baselines/fastify-kafkajs.mjs: Fastify 5 + kafkajs doing the
+ * gateway's telemetry work (see the file). `env` (object, or async (ctx) →
+ * object) carries KAFKA_BROKERS, JWT_PUBLIC_KEY_FILE, JWT_ISSUER...
+ */
+export function fastifyKafkajs ({ label = 'fastify-kafkajs', env: envSpec = {} } = {}) {
+  return {
+    label,
+    kind: 'baseline',
+    async start (ctx) {
+      checkBuild(ctx.warn) // it imports the gateway's schema from dist/
+      ensureBaselineDeps(ctx.log)
+      const env = typeof envSpec === 'function' ? await envSpec(ctx) : envSpec
+      return startServer({
+        label,
+        cmd: process.execPath,
+        args: [...ctx.nodeArgsFor(label), join(BASELINES_DIR, 'fastify-kafkajs.mjs')],
+        cwd: REPO_DIR,
+        cpu: ctx.serverCpu,
+        dir: ctx.tmpDir,
+        env: { ...process.env, HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: ctx.settings.logLevel, ...env },
+        ready: listeningLine('fastify-kafkajs listening'),
+        timeoutMs: 60000
       })
     }
   }
