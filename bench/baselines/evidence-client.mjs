@@ -1,0 +1,128 @@
+// Load generator of the `evidence` scenario (not a baseline: it lives here
+// beside the scenario's baseline). Sends `concurrency` multipart evidence
+// uploads at once to the gateway's POST /v1/stream/events, each body streamed
+// from a file (fs.createReadStream piped into http.request, Content-Length
+// set, one connection per upload), and times them. Runs as its own process,
+// pinned by the scenario to the load CPU, so its CPU and memory are not the
+// gateway's.
+//
+// Usage: node evidence-client.mjs '<json>' with
+//   { url, token, file, size, concurrency, timeoutMs, runId, metrics }
+// `metrics: true`: GET /metrics right before the first upload (prom-client
+// resets its event-loop histogram on every scrape) and right after the last
+// answer, so the second scrape's nodejs_eventloop_lag_* cover the upload
+// window exactly.
+//
+// Prints one JSON line on stdout: { seconds, bytes, mbPerSec, uploads: [{ status,
+// body, seconds, error }], cpuSeconds, lag, lagBefore, requestOverheadBytes }; exits 0
+// unless it could not run at all (bad arguments, /metrics unreachable).
+import { createReadStream, statSync } from 'node:fs'
+import { request as httpRequest } from 'node:http'
+import { randomBytes } from 'node:crypto'
+import { basename } from 'node:path'
+
+const cfg = JSON.parse(process.argv[2] ?? '{}')
+for (const k of ['url', 'token', 'file', 'concurrency']) if (cfg[k] === undefined) throw new Error(`evidence-client: missing ${k}`)
+const size = statSync(cfg.file).size
+if (cfg.size !== undefined && cfg.size !== size) throw new Error(`evidence-client: ${cfg.file} has ${size} bytes, expected ${cfg.size}`)
+const timeoutMs = cfg.timeoutMs ?? 300000
+const runId = cfg.runId ?? randomBytes(4).toString('hex')
+const base = new URL(cfg.url)
+
+/** The multipart body around the file: envelope part, then the media part's header; the closing boundary after the file. */
+function multipart (i) {
+  const boundary = `----evidence-bench-${randomBytes(12).toString('hex')}`
+  const envelope = JSON.stringify({
+    schema_version: '1.0',
+    event_type: 'warehouse.restricted_zone.person',
+    event_id: `bench-${runId}-${i}`,
+    occurred_at: '2026-11-22T08:00:00Z',
+    subject: { device_id: 'cam-1' }
+  })
+  const head = Buffer.from(
+    `--${boundary}\r\n` +
+    'Content-Disposition: form-data; name="envelope"\r\n' +
+    'Content-Type: application/json\r\n\r\n' +
+    `${envelope}\r\n` +
+    `--${boundary}\r\n` +
+    `Content-Disposition: form-data; name="media"; filename="${basename(cfg.file, '.bin')}-${i}.mp4"\r\n` +
+    'Content-Type: video/mp4\r\n\r\n'
+  )
+  const tail = Buffer.from(`\r\n--${boundary}--\r\n`)
+  return { boundary, head, tail, length: head.length + size + tail.length }
+}
+
+/** One upload; resolves (never rejects) to { status, body, seconds, error }. */
+function upload (i, t0) {
+  const mp = multipart(i)
+  return new Promise(resolve => {
+    let settled = false
+    let answer
+    const finish = (out) => {
+      if (settled) return
+      settled = true
+      clearTimeout(timer)
+      resolve({ ...out, seconds: Number(process.hrtime.bigint() - t0) / 1e9, requestBytes: mp.length })
+    }
+    const req = httpRequest({
+      host: base.hostname,
+      port: base.port,
+      method: 'POST',
+      path: '/v1/stream/events',
+      agent: false, // a connection of its own per upload
+      headers: {
+        authorization: `Bearer ${cfg.token}`,
+        'content-type': `multipart/form-data; boundary=${mp.boundary}`,
+        'content-length': String(mp.length)
+      }
+    }, res => {
+      const chunks = []
+      res.on('data', c => chunks.push(c))
+      res.on('end', () => {
+        answer = { status: res.statusCode, body: Buffer.concat(chunks).toString('utf8').slice(0, 500) }
+        finish(answer)
+      })
+      res.on('error', err => finish({ status: res.statusCode, error: `response: ${err.message}` }))
+    })
+    const timer = setTimeout(() => {
+      req.destroy(new Error(`no answer after ${timeoutMs} ms`))
+    }, timeoutMs)
+    // An early answer (401, 413...) may close the connection under the body
+    // still being sent: the answer counts, the write error does not.
+    req.on('error', err => { if (!answer) finish({ error: err.message }) })
+    req.write(mp.head)
+    const file = createReadStream(cfg.file, { highWaterMark: 1024 * 1024 })
+    file.on('error', err => req.destroy(err))
+    file.on('end', () => req.end(mp.tail))
+    file.pipe(req, { end: false })
+  })
+}
+
+async function scrape () {
+  const res = await fetch(new URL('/metrics', base), { signal: AbortSignal.timeout(10000) })
+  const text = await res.text()
+  if (res.status !== 200) throw new Error(`GET /metrics answered ${res.status}`)
+  const lag = {}
+  for (const m of text.matchAll(/^nodejs_eventloop_lag_(min|max|mean|stddev|p50|p90|p99)_seconds(?:\{[^}]*\})? ([0-9.eE+-]+)$/gm)) lag[m[1]] = Number(m[2])
+  return Object.keys(lag).length ? lag : { missing: true }
+}
+
+const lagBefore = cfg.metrics ? await scrape() : undefined
+const cpu0 = process.cpuUsage()
+const t0 = process.hrtime.bigint()
+const uploads = await Promise.all(Array.from({ length: cfg.concurrency }, (_, i) => upload(i, t0)))
+const seconds = Number(process.hrtime.bigint() - t0) / 1e9
+const cpu = process.cpuUsage(cpu0)
+const lag = cfg.metrics ? await scrape() : undefined
+const bytes = size * cfg.concurrency
+process.stdout.write(JSON.stringify({
+  seconds,
+  bytes,
+  mbPerSec: bytes / seconds / 1e6,
+  uploads,
+  cpuSeconds: (cpu.user + cpu.system) / 1e6,
+  lag,
+  lagBefore,
+  requestOverheadBytes: multipart(0).length - size,
+  maxRssBytes: process.resourceUsage().maxRSS * 1024
+}) + '\n')
