@@ -38,10 +38,9 @@ import { pinned, track, interrupted } from '../lib/procs.mjs'
 import { sampleSystem, memory } from '../lib/sampler.mjs'
 import { fmt } from '../lib/report.mjs'
 import { accessLogStats, formatStatuses, logSize } from '../lib/logs.mjs'
+import { CLIENT, login } from '../lib/login.mjs'
 
 const MiB = 1024 * 1024
-const AUDIENCE = 'evidence-gateway'
-const CLIENT = { client_id: 'bench', client_secret: 'bench-secret', audiences: [AUDIENCE], scopes: ['asset:track:write', 'stream:write'] }
 const BODY_LIMIT = 268435456 // EVIDENCE_MAX_BYTES default: the whole request, envelope and boundaries included
 const CLIENT_SCRIPT = join(BENCH_DIR, 'baselines', 'evidence-client.mjs')
 const DIRECT_SCRIPT = join(BENCH_DIR, 'baselines', 'direct-lib-storage.mjs')
@@ -112,19 +111,6 @@ function freeBytes (dir) {
   try { const s = statfsSync(dir); return s.bavail * s.bsize } catch { return undefined }
 }
 
-async function login (server) {
-  const res = await fetch(new URL('/api/v1/login', server.url), {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ grant_type: 'client_credentials', client_id: CLIENT.client_id, client_secret: CLIENT.client_secret, audience: AUDIENCE }),
-    signal: AbortSignal.timeout(10000)
-  })
-  const text = await res.text()
-  let token
-  try { token = JSON.parse(text).access_token } catch {}
-  if (res.status !== 200 || typeof token !== 'string') throw new Error(`login answered ${res.status}: ${text.slice(0, 300)}`)
-  return token
-}
 
 /**
  * Runs a node script (pinned to `cpu`) that prints one JSON line, with a

@@ -24,14 +24,13 @@ import { luaScript, pacedLua, parsePaced } from '../lib/wrk.mjs'
 import { WRK_COLUMNS, fmt } from '../lib/report.mjs'
 import { logSize, accessLogStats, formatStatuses } from '../lib/logs.mjs'
 import { interrupted } from '../lib/procs.mjs'
+import { AUDIENCE, CLIENT, login } from '../lib/login.mjs'
 
 const FIXTURE = 'test/fixtures/asset-track.json'
 const BODY = readFileSync(join(REPO_DIR, FIXTURE)) // sent as is, byte for byte
 const PATH = '/v1/asset/track'
-const AUDIENCE = 'evidence-gateway'
 const ISSUER = 'http://127.0.0.1:8080/' // the gateway's AUTH_ISSUER default; the fastify baseline checks the same
-const SCOPES = ['asset:track:write', 'stream:write']
-const CLIENT = { client_id: 'bench', client_secret: 'bench-secret', audiences: [AUDIENCE], scopes: SCOPES }
+
 
 // The issue's targets (for the bench, not the tests).
 const TARGETS = { kafkaReqPerSec: 25000, vsBare: 0.5, vsFastify: 1.5, pacedP99Ms: 20 }
@@ -68,7 +67,7 @@ function signToken (privateKey, kid) {
   const b64 = o => Buffer.from(JSON.stringify(o)).toString('base64url')
   const now = Math.floor(Date.now() / 1000)
   const input = `${b64({ alg: 'RS256', kid, typ: 'JWT' })}.${b64({
-    client_id: CLIENT.client_id, scope: SCOPES.join(' '), tenant: CLIENT.client_id,
+    client_id: CLIENT.client_id, scope: CLIENT.scopes.join(' '), tenant: CLIENT.client_id,
     iss: ISSUER, sub: CLIENT.client_id, aud: AUDIENCE, iat: now, exp: now + 86400, jti: randomUUID()
   })}`
   return `${input}.${createSign('RSA-SHA256').update(input).sign(privateKey).toString('base64url')}`
@@ -89,19 +88,6 @@ function request (token) {
   }
 }
 
-async function login (server) {
-  const res = await fetch(new URL('/api/v1/login', server.url), {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ grant_type: 'client_credentials', client_id: CLIENT.client_id, client_secret: CLIENT.client_secret, audience: AUDIENCE }),
-    signal: AbortSignal.timeout(10000)
-  })
-  const text = await res.text()
-  let token
-  try { token = JSON.parse(text).access_token } catch {}
-  if (res.status !== 200 || typeof token !== 'string') throw new Error(`login answered ${res.status}: ${text.slice(0, 300)}`)
-  return token
-}
 
 const pct = v => (v === undefined || v === null || Number.isNaN(v) ? '?' : `${Math.round(v * 100)}%`)
 
