@@ -31,7 +31,6 @@ const BODY = readFileSync(join(REPO_DIR, FIXTURE)) // sent as is, byte for byte
 const PATH = '/v1/asset/track'
 const ISSUER = 'http://127.0.0.1:8080/' // the gateway's AUTH_ISSUER default; the fastify baseline checks the same
 
-
 // The issue's targets (for the bench, not the tests).
 const TARGETS = { kafkaReqPerSec: 25000, vsBare: 0.5, vsFastify: 1.5, pacedP99Ms: 20 }
 
