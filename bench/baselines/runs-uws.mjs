@@ -1,0 +1,293 @@
+// Baselines of the `runs` scenario: the uWebSockets.js build the gateway uses,
+// answering the harness's routes with less and less of its work. MODE:
+//
+//   bare        POST /runs:start: body read, JSON.parse, `message` checked,
+//               202 with the gateway's body shape and a random run id.
+//               Nothing stored, no run executed: the ceiling of the route.
+//   lmdb-put    the same plus one awaited LMDB put of the queued record
+//               (`db.put`, the gateway's environment options) before the 202:
+//               the cost of one durable write per request.
+//   lmdb-run    the same LMDB writes as the gateway's echo run, without
+//               xstate, the hub, the router, pino or metrics: record + event
+//               in one transaction for queued (awaited before the 202), then
+//               running, step and succeeded chained after it, and the four
+//               bus messages appended in batches (≤ 500, 5 ms linger, one
+//               batch in flight) to a `bus-log` database with per-topic
+//               offsets, as the local bus does. Same databases, same options.
+//   memory      echo runs kept in memory, with the gateway's SSE: GET
+//               /runs/{id}/stream (`: stream open`, then replay, then live
+//               events, closed after the terminal one), POST /runs/{id}/cancel,
+//               GET /runs/{id}; `options.steps` / `options.delay_ms` as echo.
+//               Nothing persisted, no heartbeat timers, ended runs forgotten
+//               after 5 s: the floor of the delivery and subscriber phases.
+//
+// Listens on HOST:PORT (PORT 0: the kernel picks), prints
+// {"msg":"runs-uws listening","port":N,"mode":...} on stdout, exits 0 on
+// SIGTERM/SIGINT (after the LMDB writes in flight are committed).
+import { createRequire } from 'node:module'
+import { randomUUID } from 'node:crypto'
+import { mkdirSync } from 'node:fs'
+import { join } from 'node:path'
+import { setTimeout as sleep } from 'node:timers/promises'
+
+const require = createRequire(import.meta.url)
+const uWS = require('uWebSockets.js')
+
+if (typeof uWS.getParts !== 'function') {
+  process.stderr.write('runs-uws: uWebSockets.js loaded its Node.js emulation, not the native binary; refusing to start\n')
+  process.exit(1)
+}
+
+const MODES = ['bare', 'lmdb-put', 'lmdb-run', 'memory']
+const mode = process.env.MODE ?? 'bare'
+if (!MODES.includes(mode)) {
+  process.stderr.write(`runs-uws: MODE must be one of ${MODES.join(', ')}, got ${mode}\n`)
+  process.exit(2)
+}
+const host = process.env.HOST ?? '127.0.0.1'
+const port = Number(process.env.PORT ?? 0)
+const TOPIC = 'harness.runs.v1'
+
+// The gateway's LMDB environment (src/storage/state.ts) and databases (src/runs/store.ts, src/bus/local.ts).
+let state, runsDb, eventsDb, busDb
+if (mode === 'lmdb-put' || mode === 'lmdb-run') {
+  const { open } = await import('lmdb')
+  const dataDir = process.env.DATA_DIR
+  if (!dataDir) { process.stderr.write('runs-uws: DATA_DIR is required in the lmdb modes\n'); process.exit(2) }
+  mkdirSync(dataDir, { recursive: true })
+  state = open({ path: join(dataDir, 'state.lmdb'), maxDbs: 32, mapSize: 16 * 1024 ** 3, compression: false })
+  runsDb = state.openDB({ name: 'runs' })
+  eventsDb = state.openDB({ name: 'run-events' })
+  busDb = state.openDB({ name: 'bus-log' })
+}
+
+const JSON_HEADERS = [['content-type', 'application/json']]
+const send = (res, status, body) => {
+  res.cork(() => {
+    res.writeStatus(status)
+    for (const [k, v] of JSON_HEADERS) res.writeHeader(k, v)
+    res.end(typeof body === 'string' ? body : JSON.stringify(body))
+  })
+}
+const accepted = record => {
+  const self = `/runs/${record.run_id}`
+  return { run_id: record.run_id, status: record.status, links: { self, stream: `${self}/stream`, cancel: `${self}/cancel` } }
+}
+const newRecord = message => ({
+  run_id: `run-${randomUUID()}`,
+  tenant_id: 'default',
+  mode: 'echo',
+  message,
+  status: 'queued',
+  created_at: new Date().toISOString(),
+  started_at: null,
+  ended_at: null,
+  result: null,
+  error: null,
+  last_event_id: 0
+})
+
+/** Reads the whole body, then calls `done(parsed | undefined)`; nothing after an abort. */
+function readJson (res, done) {
+  let chunks = []
+  let aborted = false
+  res.onAborted(() => { aborted = true })
+  res.onData((chunk, isLast) => {
+    chunks.push(Buffer.copyBytesFrom(new Uint8Array(chunk)))
+    if (!isLast || aborted) return
+    const body = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks)
+    chunks = []
+    let parsed
+    try { parsed = JSON.parse(body.toString('utf8')) } catch {}
+    done(parsed, () => aborted)
+  })
+}
+
+// --- lmdb-run: the echo run's writes, in the gateway's order -----------------
+
+/** The local bus's batching: ≤ 500 per transaction, 5 ms linger, one batch in flight. */
+const bus = { queue: [], inFlight: false, timer: undefined }
+function busAdd (message) {
+  bus.queue.push(message)
+  if (bus.inFlight) return
+  if (bus.queue.length >= 500) busFlush()
+  else bus.timer ??= setTimeout(busFlush, 5)
+}
+function busFlush () {
+  clearTimeout(bus.timer)
+  bus.timer = undefined
+  if (bus.inFlight || bus.queue.length === 0) return
+  const batch = bus.queue.splice(0, 500)
+  bus.inFlight = true
+  const timestamp = Date.now()
+  busDb.transaction(() => {
+    let next = 0
+    for (const key of busDb.getKeys({ start: [TOPIC, Number.MAX_SAFE_INTEGER], end: [TOPIC, -1], reverse: true, limit: 1 })) next = key[1] + 1
+    for (const m of batch) busDb.put([TOPIC, next++], { key: m.key, value: m.value, headers: m.headers, timestamp })
+  }).catch(err => process.stderr.write(`runs-uws: bus append failed: ${err.message}\n`)).finally(() => {
+    bus.inFlight = false
+    if (bus.queue.length >= 500) busFlush()
+    else if (bus.queue.length) bus.timer ??= setTimeout(busFlush, 5)
+  })
+}
+
+let pendingWrites = 0
+function appendEvent (run, name, patch, data) {
+  const id = run.record.last_event_id + 1
+  const record = { ...run.record, ...patch, last_event_id: id }
+  if (name !== 'step') record.status = name.slice(4)
+  const event = { id, event: name, data: name === 'step' ? data : record }
+  run.record = record
+  pendingWrites++
+  run.chain = run.chain.then(async () => {
+    await state.transaction(() => {
+      runsDb.put(record.run_id, record)
+      eventsDb.put([record.run_id, id], event)
+    })
+    busAdd({ key: record.run_id, value: JSON.stringify({ run_id: record.run_id, tenant_id: record.tenant_id, ...event }), headers: { 'client-id': record.tenant_id, schema: 'run-event@1' } })
+  }).catch(err => process.stderr.write(`runs-uws: append failed: ${err.message}\n`)).finally(() => { pendingWrites-- })
+  return run.chain
+}
+
+async function startLmdbRun (message) {
+  const run = { record: newRecord(message), chain: Promise.resolve() }
+  await appendEvent(run, 'run.queued', {})
+  setImmediate(() => {
+    appendEvent(run, 'run.running', { started_at: new Date().toISOString() })
+    appendEvent(run, 'step', {}, { type: 'echo', step: 1, text: message })
+    appendEvent(run, 'run.succeeded', { result: { output: message }, ended_at: new Date().toISOString() })
+  })
+  return run.record
+}
+
+// --- memory: echo runs and SSE without persistence ---------------------------
+
+const runs = new Map() // run_id → { record, events: [], subscribers: Set, abort }
+const RETAIN_MS = 5000
+
+function formatEvent (e) {
+  return `id: ${e.id}\nevent: ${e.event}\ndata: ${JSON.stringify(e.data)}\n\n`
+}
+
+function memEmit (run, name, patch, data) {
+  const id = run.record.last_event_id + 1
+  const record = { ...run.record, ...patch, last_event_id: id }
+  if (name !== 'step') record.status = name.slice(4)
+  const event = { id, event: name, data: name === 'step' ? data : record }
+  run.record = record
+  run.events.push(event)
+  const text = formatEvent(event)
+  const terminal = ['run.succeeded', 'run.failed', 'run.cancelled'].includes(name)
+  for (const sub of run.subscribers) {
+    if (sub.closed) continue
+    sub.res.cork(() => {
+      sub.res.write(text)
+      if (terminal) { sub.closed = true; sub.res.end() }
+    })
+  }
+  if (terminal) {
+    run.subscribers.clear()
+    // Forget ended runs after a while (the gateway keeps them in LMDB, off the heap): a heap that grows
+    // with every run would make this baseline's GC pauses, not its delivery path, the tail.
+    setTimeout(() => runs.delete(run.record.run_id), RETAIN_MS).unref()
+  }
+}
+
+const clampInt = (v, def, min, max) => (typeof v === 'number' && Number.isInteger(v) ? Math.min(max, Math.max(min, v)) : def)
+
+function startMemoryRun (message, options) {
+  const run = { record: newRecord(message), events: [], subscribers: new Set(), abort: new AbortController(), done: false }
+  runs.set(run.record.run_id, run)
+  memEmit(run, 'run.queued', {})
+  const steps = clampInt(options?.steps, 1, 0, 1000)
+  const delay = clampInt(options?.delay_ms, 0, 0, 60000)
+  setImmediate(async () => {
+    if (run.done) return
+    memEmit(run, 'run.running', { started_at: new Date().toISOString() })
+    try {
+      for (let i = 1; i <= steps; i++) {
+        if (delay > 0) await sleep(delay, undefined, { signal: run.abort.signal })
+        if (run.done) return
+        memEmit(run, 'step', {}, { type: 'echo', step: i, text: message })
+      }
+    } catch { return } // cancelled during the sleep
+    if (run.done) return
+    run.done = true
+    memEmit(run, 'run.succeeded', { result: { output: message }, ended_at: new Date().toISOString() })
+  })
+  return run.record
+}
+
+function memoryStream (res, run, after) {
+  const sub = { res, closed: false }
+  res.onAborted(() => { sub.closed = true; run.subscribers.delete(sub) })
+  res.cork(() => {
+    res.writeStatus('200 OK')
+    res.writeHeader('content-type', 'text/event-stream').writeHeader('cache-control', 'no-cache').writeHeader('connection', 'keep-alive').writeHeader('x-accel-buffering', 'no')
+    res.write(': stream open\n\n')
+    for (const e of run.events) if (e.id > after) res.write(formatEvent(e))
+    if (run.done) { sub.closed = true; res.end() }
+  })
+  if (!sub.closed) run.subscribers.add(sub)
+}
+
+// --- routing ------------------------------------------------------------------
+
+const RUN_PATH = /^\/runs\/([^/]+)(\/stream|\/cancel)?$/
+let listenSocket
+
+uWS.App().any('/*', (res, req) => {
+  const method = req.getCaseSensitiveMethod()
+  const url = req.getUrl()
+  if (method === 'POST' && url === '/runs:start') {
+    readJson(res, (body, aborted) => {
+      if (typeof body?.message !== 'string') return send(res, '400 Bad Request', '{"error":"message is required"}')
+      if (mode === 'bare') return send(res, '202 Accepted', accepted(newRecord(body.message)))
+      if (mode === 'memory') return send(res, '202 Accepted', accepted(startMemoryRun(body.message, body.options)))
+      const work = mode === 'lmdb-put'
+        ? (async () => { const r = newRecord(body.message); await runsDb.put(r.run_id, r); return r })()
+        : startLmdbRun(body.message)
+      work.then(record => { if (!aborted()) send(res, '202 Accepted', accepted(record)) },
+        err => { if (!aborted()) send(res, '500 Internal Server Error', JSON.stringify({ error: err.message })) })
+    })
+    return
+  }
+  const m = RUN_PATH.exec(url)
+  if (mode === 'memory' && m) {
+    const run = runs.get(decodeURIComponent(m[1]))
+    if (!run) { res.onAborted(() => {}); return send(res, '404 Not Found', '{"error":"run_not_found"}') }
+    if (method === 'GET' && m[2] === undefined) return send(res, '200 OK', run.record)
+    if (method === 'GET' && m[2] === '/stream') return memoryStream(res, run, Number(req.getHeader('last-event-id')) || 0)
+    if (method === 'POST' && m[2] === '/cancel') {
+      res.onAborted(() => {})
+      if (run.done) return send(res, '409 Conflict', '{"error":"run_not_in_flight"}')
+      run.done = true
+      run.abort.abort()
+      memEmit(run, 'run.cancelled', { ended_at: new Date().toISOString() })
+      return send(res, '200 OK', run.record)
+    }
+  }
+  if (method === 'GET' && url === '/health') return send(res, '200 OK', '{"status":"ok"}')
+  res.onAborted(() => {})
+  send(res, '404 Not Found', '{"error":"not_found"}')
+}).listen(host, port, socket => {
+  if (!socket) {
+    process.stderr.write(`runs-uws: cannot listen on ${host}:${port}\n`)
+    process.exit(1)
+  }
+  listenSocket = socket
+  process.stdout.write(JSON.stringify({ msg: 'runs-uws listening', port: uWS.us_socket_local_port(socket), mode, pid: process.pid }) + '\n')
+})
+
+for (const signal of ['SIGTERM', 'SIGINT']) {
+  process.on(signal, async () => {
+    if (listenSocket) uWS.us_listen_socket_close(listenSocket)
+    // Let the writes in flight commit, so the database can be read afterwards.
+    for (let i = 0; i < 200 && (pendingWrites > 0 || bus.queue.length > 0 || bus.inFlight); i++) {
+      if (!bus.inFlight && bus.queue.length) busFlush()
+      await sleep(25)
+    }
+    if (state) await state.close()
+    process.exit(0)
+  })
+}
