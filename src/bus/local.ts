@@ -37,7 +37,7 @@ export class LocalBus implements Bus {
     }
   }
 
-  nextOffset (topic: string): number {
+  private nextOffset (topic: string): number {
     for (const key of this.db.getKeys({ start: [topic, Number.MAX_SAFE_INTEGER], end: [topic, -1], reverse: true, limit: 1 })) return key[1] + 1
     return 0
   }

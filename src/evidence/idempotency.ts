@@ -24,7 +24,7 @@ export const STALE_IN_PROGRESS_MS = 15 * 60 * 1000
 
 /** (client_id, event_id) → in progress, or done with the acknowledgment to replay. */
 export class IdempotencyStore {
-  readonly db: Database<Entry, string>
+  private readonly db: Database<Entry, string>
 
   constructor (private readonly state: StateStore, private readonly ttlMs: number, private readonly now: () => number = Date.now) {
     this.db = state.openDB<Entry, string>({ name: 'evidence-idempotency' })

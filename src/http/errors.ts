@@ -20,7 +20,6 @@ export const errorStatus = {
   idempotency_in_progress: 409,
   conflict: 409,
   payload_too_large: 413,
-  unsupported_media_type: 415,
   rate_limited: 429,
   publish_failed: 500,
   internal_error: 500,

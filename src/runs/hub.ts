@@ -23,10 +23,4 @@ export class RunHub {
     const set = this.subscribers.get(runId)
     if (set) for (const s of set) s(event)
   }
-
-  get size (): number {
-    let n = 0
-    for (const set of this.subscribers.values()) n += set.size
-    return n
-  }
 }
