@@ -53,7 +53,7 @@ const BEARER = /^Bearer +(\S+) *$/i
 export class TokenVerifier {
   private readonly ownKeys: JWTVerifyGetKey
   private readonly externalKeys: JWTVerifyGetKey | undefined
-  private readonly cache = new Map<string, TokenClaims>()
+  private readonly cache = new Map<string, { claims: TokenClaims, scopes: ReadonlySet<string> }>()
   private readonly cacheSize: number
   private readonly now: () => number
 
@@ -72,20 +72,21 @@ export class TokenVerifier {
   async verify (authorization: string | undefined, scope: string): Promise<TokenClaims> {
     const token = authorization === undefined ? undefined : BEARER.exec(authorization)?.[1]
     if (!token) throw unauthorized('missing bearer token')
-    let claims = this.cache.get(token)
-    if (claims && (claims.exp ?? 0) * 1000 <= this.now()) {
+    let entry = this.cache.get(token)
+    if (entry && (entry.claims.exp ?? 0) * 1000 <= this.now()) {
       this.cache.delete(token)
-      claims = undefined
+      entry = undefined
     }
-    if (!claims) {
-      claims = await this.verifySignature(token)
+    if (!entry) {
+      const claims = await this.verifySignature(token)
+      entry = { claims, scopes: new Set(claims.scope.split(' ')) }
       if (this.cache.size >= this.cacheSize) this.cache.delete(this.cache.keys().next().value!)
-      this.cache.set(token, claims)
+      this.cache.set(token, entry)
     }
-    if (!claims.scope.split(' ').includes(scope)) {
+    if (!entry.scopes.has(scope)) {
       throw new GatewayError('forbidden', `token lacks scope ${scope}`, { details: { authorization: `scope ${scope} required` } })
     }
-    return claims
+    return entry.claims
   }
 
   private async verifySignature (token: string): Promise<TokenClaims> {
