@@ -10,7 +10,7 @@ import { builtInModes, DEFAULT_MODE } from './modes/index.js'
 import { parseRunRequest } from './request.js'
 import { SseStream } from './sse.js'
 import { RunStore } from './store.js'
-import { isTerminal, type RunRecord } from './types.js'
+import { isTerminal, isTerminalEvent, type RunEvent, type RunRecord } from './types.js'
 
 const RETENTION_SWEEP_MS = 60 * 60 * 1000
 const KEY_RETRY_MIN_MS = 250
@@ -133,16 +133,16 @@ export class HarnessService {
     const after = Number(ctx.headers['last-event-id'] ?? 0) || 0
     let unsubscribe = (): void => {}
     const sse = new SseStream(ctx, this.config.harnessSseBuffer, this.config.harnessHeartbeatMs, () => unsubscribe())
-    const pending: Parameters<SseStream['event']>[0][] = []
+    const deliver = (e: RunEvent): void => {
+      sse.event(e)
+      if (isTerminalEvent(e)) sse.end()
+    }
+    const pending: RunEvent[] = []
     let replaying = true
     unsubscribe = this.hub.subscribe(record.run_id, e => {
       if (replaying) pending.push(e)
       else deliver(e)
     })
-    const deliver = (e: Parameters<SseStream['event']>[0]): void => {
-      sse.event(e)
-      if (e.event !== 'step' && isTerminal(e.event.slice(4) as RunRecord['status'])) sse.end()
-    }
     for (const e of this.store.eventsAfter(record.run_id, after)) deliver(e)
     replaying = false
     for (const e of pending) deliver(e)

@@ -33,3 +33,10 @@ export interface RunEvent {
 export function isTerminal (status: RunStatus): boolean {
   return (TERMINAL as readonly string[]).includes(status)
 }
+
+const TERMINAL_EVENTS: ReadonlySet<string> = new Set(TERMINAL.map(s => `run.${s}`))
+
+/** The last event a run's stream carries. */
+export function isTerminalEvent (e: RunEvent): boolean {
+  return TERMINAL_EVENTS.has(e.event)
+}
