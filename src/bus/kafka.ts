@@ -23,6 +23,8 @@ export class KafkaBus implements Bus {
   private producer: Producer | undefined
   private connecting: Promise<Producer> | undefined
   private tail: Promise<unknown> = Promise.resolve()
+  /** The readiness probe's admin client, kept while it works: probes come every few seconds. */
+  private probeAdmin: Admin | undefined
   private closed = false
 
   constructor (private readonly config: Config, private readonly log: Logger) {
@@ -56,18 +58,24 @@ export class KafkaBus implements Bus {
   }
 
   async probe (): Promise<void> {
-    const admin = this.kafka.admin({ retry: { retries: 0 } })
     try {
-      await admin.connect()
-      await admin.describeCluster()
-    } finally {
-      await admin.disconnect().catch(() => undefined)
+      if (!this.probeAdmin) {
+        this.probeAdmin = this.kafka.admin({ retry: { retries: 0 } })
+        await this.probeAdmin.connect()
+      }
+      await this.probeAdmin.describeCluster()
+    } catch (err) {
+      const admin = this.probeAdmin
+      this.probeAdmin = undefined
+      await admin?.disconnect().catch(() => undefined)
+      throw err
     }
     if (!this.producer) throw new Error('producer not connected')
   }
 
   async close (): Promise<void> {
     this.closed = true
+    await this.probeAdmin?.disconnect().catch(() => undefined)
     await this.tail
     await this.producer?.disconnect().catch(() => undefined)
   }
