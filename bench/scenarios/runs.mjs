@@ -262,14 +262,34 @@ function accessLog (r, server, from, expect) {
 
 // --- phase 1 ---------------------------------------------------------------------------
 
-async function throughput (ctx, k, target) {
-  const { settings, log } = ctx
-  const r = { phase: 'throughput', label: target.label, problems: [], notes: [] }
+/**
+ * Starts `target`, runs `phase` against it, then checks the server is still alive, stops it and
+ * counts its access log. A failure becomes a problem of row `r`; the server is always stopped.
+ */
+async function onServer (ctx, target, r, phase) {
   let server
   try {
     server = await ctx.start(target)
-    r.mode = server.mode ?? 'gateway'
     const logFrom = logSize(server.logFile)
+    await phase(server)
+    if (!alive(server)) r.problems.push(`server died (code ${server.child.exitCode}, signal ${server.child.signalCode})`)
+    await ctx.stop(server)
+    accessLog(r, server, logFrom, ['202', '200'])
+    server = undefined
+  } catch (err) {
+    ctx.warn(`${target.label}: ${err.message}`)
+    r.error = err.message
+    r.problems.push(err.message)
+  } finally {
+    if (server) await ctx.stop(server).catch(() => {})
+  }
+}
+
+async function throughput (ctx, k, target) {
+  const { settings, log } = ctx
+  const r = { phase: 'throughput', label: target.label, problems: [], notes: [] }
+  await onServer(ctx, target, r, async server => {
+    r.mode = server.mode ?? 'gateway'
     if (settings.warmup > 0) {
       log(`  ${target.label}: warm-up ${settings.warmup} s`)
       const w = await ctx.wrk({ url: server.url, request: REQUEST, duration: settings.warmup })
@@ -324,17 +344,7 @@ async function throughput (ctx, k, target) {
         if (bad.length) r.problems.push(`API check of ${d.sample.length} runs: ${bad.slice(0, 3).join('; ')}`)
       }
     }
-    if (!alive(server)) r.problems.push(`server died (code ${server.child.exitCode}, signal ${server.child.signalCode})`)
-    await ctx.stop(server)
-    accessLog(r, server, logFrom, ['202', '200'])
-    server = undefined
-  } catch (err) {
-    ctx.warn(`${target.label}: ${err.message}`)
-    r.error = err.message
-    r.problems.push(err.message)
-  } finally {
-    if (server) await ctx.stop(server).catch(() => {})
-  }
+  })
   return r
 }
 
@@ -343,10 +353,7 @@ async function throughput (ctx, k, target) {
 async function withClient (ctx, k, target, phase, config, timeoutMs) {
   const { settings, log } = ctx
   const r = { phase, label: target.label, problems: [], notes: [] }
-  let server
-  try {
-    server = await ctx.start(target)
-    const logFrom = logSize(server.logFile)
+  await onServer(ctx, target, r, async server => {
     const base = { host: '127.0.0.1', port: server.port }
     if (phase === 'delivery' && settings.warmup > 0) {
       log(`  ${target.label}: warm-up ${settings.warmup} s`)
@@ -371,17 +378,7 @@ async function withClient (ctx, k, target, phase, config, timeoutMs) {
       r.othersCpu = othersCpu(r.system, (s.cpuFraction ?? 0) + (r.clientCpu ?? 0))
     }
     r.client = c.out
-    if (!alive(server)) r.problems.push(`server died (code ${server.child.exitCode}, signal ${server.child.signalCode})`)
-    await ctx.stop(server)
-    accessLog(r, server, logFrom, ['202', '200'])
-    server = undefined
-  } catch (err) {
-    ctx.warn(`${target.label}: ${err.message}`)
-    r.error = err.message
-    r.problems.push(err.message)
-  } finally {
-    if (server) await ctx.stop(server).catch(() => {})
-  }
+  })
   busyNote(ctx, r)
   return r
 }
