@@ -1,12 +1,13 @@
-import { randomUUID } from 'node:crypto'
 import type { Logger } from 'pino'
 import { createActor, type Actor } from 'xstate'
 import type { BusMessage } from '../bus/index.js'
 import { runMachine, type RunMachineEvent } from './machine.js'
 import { ModeError, type Mode } from './modes/index.js'
+import { busValue, encodeEvent } from './events.js'
 import type { RunHub } from './hub.js'
+import { uuidv7 } from './ids.js'
 import type { RunStore } from './store.js'
-import { isTerminal, type RunEvent, type RunRecord, type RunStatus } from './types.js'
+import { isTerminal, type RunEventName, type RunRecord, type RunStatus } from './types.js'
 
 const INTERRUPTED = { code: 'interrupted', message: 'the process stopped while the run was in flight' }
 
@@ -57,7 +58,7 @@ export class RunManager {
   /** Creates the run (stored as queued before this resolves) and starts it on the next turn. */
   async start (input: StartRun): Promise<RunRecord> {
     const record: RunRecord = {
-      run_id: `run-${randomUUID()}`,
+      run_id: `run-${uuidv7()}`,
       tenant_id: input.tenant,
       mode: input.mode,
       message: input.message,
@@ -107,14 +108,13 @@ export class RunManager {
    * may have half-done side effects), so each is failed with `interrupted`.
    */
   async recover (): Promise<number> {
-    let n = 0
-    for (const stale of [...this.store.inFlight()]) {
+    const ended = [...this.store.inFlight()].map(stale => {
       const id = stale.last_event_id + 1
       const record: RunRecord = { ...stale, status: 'failed', ended_at: new Date().toISOString(), error: INTERRUPTED, last_event_id: id }
-      await this.store.append(record, { id, event: 'run.failed', data: record })
-      n++
-    }
-    return n
+      return this.store.append(record.run_id, encodeEvent(id, 'run.failed', record))
+    })
+    await Promise.all(ended)
+    return ended.length
   }
 
   /**
@@ -163,15 +163,20 @@ export class RunManager {
     return true
   }
 
-  private record (run: ActiveRun, name: RunEvent['event'], data: unknown): void {
+  /**
+   * Encodes the event and queues its write at once; it is streamed and
+   * published once it is committed and the run's previous events have been,
+   * so a run never waits for one commit per event.
+   */
+  private record (run: ActiveRun, name: RunEventName, data: object): void {
     const id = run.record.last_event_id + 1
     const record = name === 'step' ? { ...run.record, last_event_id: id } : { ...(data as RunRecord), last_event_id: id }
-    const event: RunEvent = { id, event: name, data: name === 'step' ? data : record }
+    const event = encodeEvent(id, name, name === 'step' ? data : record)
     run.record = record
-    run.chain = run.chain.then(async () => {
-      await this.store.append(record, event)
+    const stored = this.store.append(record.run_id, event)
+    run.chain = Promise.all([run.chain, stored]).then(() => {
       this.hub.publish(record.run_id, event)
-      this.publish({ key: record.run_id, value: JSON.stringify({ run_id: record.run_id, tenant_id: record.tenant_id, ...event }), headers: { 'client-id': record.tenant_id, schema: 'run-event@1' } })
+      this.publish({ key: record.run_id, value: busValue(record.run_id, record.tenant_id, event), headers: { 'client-id': record.tenant_id, schema: 'run-event@1' } })
       if (isTerminal(record.status)) {
         run.actor.stop()
         this.active.delete(record.run_id)

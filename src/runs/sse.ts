@@ -1,9 +1,6 @@
 import type { RequestContext } from '../http/index.js'
+import { formatEvent } from './events.js'
 import type { RunEvent } from './types.js'
-
-export function formatEvent (e: RunEvent): string {
-  return `id: ${e.id}\nevent: ${e.event}\ndata: ${JSON.stringify(e.data)}\n\n`
-}
 
 /**
  * One server-sent-event subscriber. Writes go straight to the socket; what

@@ -24,10 +24,14 @@ export interface RunRecord {
 /** `run.<status>` for transitions, `step` for what a mode reports along the way. */
 export type RunEventName = `run.${RunStatus}` | 'step'
 
+/** An event of a run, serialised once (`encodeEvent`): stored, streamed and published as this text. */
 export interface RunEvent {
   id: number
   event: RunEventName
-  data: unknown
+  /** JSON of the event's data: a step, or the run's record after a transition. */
+  data: string
+  /** JSON of the whole event, `{id, event, data}`: the stored value. */
+  json: string
 }
 
 export function isTerminal (status: RunStatus): boolean {

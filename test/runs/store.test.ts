@@ -1,19 +1,71 @@
 import t from 'tap'
 import { openState } from '../../src/storage/index.js'
+import { encodeEvent } from '../../src/runs/events.js'
 import { RunStore } from '../../src/runs/store.js'
 import type { RunRecord } from '../../src/runs/index.js'
 
-const record = (id: string, status: RunRecord['status'], endedAt: string | null): RunRecord => ({
-  run_id: id, tenant_id: 't', mode: 'echo', message: 'm', status, created_at: '2026-01-01T00:00:00Z', started_at: null, ended_at: endedAt, result: null, error: null, last_event_id: 1
+const record = (id: string, status: RunRecord['status'], endedAt: string | null, lastEventId = 1): RunRecord => ({
+  run_id: id, tenant_id: 't', mode: 'echo', message: 'm', status, created_at: '2026-01-01T00:00:00Z', started_at: null, ended_at: endedAt, result: null, error: null, last_event_id: lastEventId
+})
+const transition = (r: RunRecord) => encodeEvent(r.last_event_id, `run.${r.status}`, r)
+const step = (id: number) => encodeEvent(id, 'step', { type: 'echo', step: id })
+
+function open (t: { testdir: () => string, teardown: (fn: () => unknown) => void }) {
+  const state = openState(t.testdir())
+  t.teardown(() => state.close())
+  return { state, store: new RunStore(state) }
+}
+
+t.test('events are stored as their JSON text and replayed as encoded', async t => {
+  const { state, store } = open(t)
+  const events = [transition(record('r', 'queued', null, 1)), transition(record('r', 'running', null, 2)), step(3), step(4)]
+  for (const e of events) await store.append('r', e)
+  const raw = state.openDB<string, [string, number]>({ name: 'run-events-v2', encoding: 'string' })
+  t.same([...raw.getRange({ start: ['r', 0], end: ['r', Number.MAX_SAFE_INTEGER] })].map(({ value }) => value), events.map(e => e.json))
+  t.same([...store.eventsAfter('r')], events)
+  t.same([...store.eventsAfter('r', 2)], events.slice(2), 'after an id')
+})
+
+t.test('steps do not rewrite the record; its last_event_id is read from the event log', async t => {
+  const { state, store } = open(t)
+  await store.append('r', transition(record('r', 'queued', null, 1)))
+  await store.append('r', transition(record('r', 'running', null, 2)))
+  const raw = state.openDB<string, string>({ name: 'runs-v2', encoding: 'string' })
+  const afterTransition = raw.get('r')
+  await store.append('r', step(3))
+  await store.append('r', step(4))
+  t.equal(raw.get('r'), afterTransition, 'the stored record is the one of the last transition')
+  t.match(store.get('r'), { status: 'running', last_event_id: 4 })
+  t.same([...store.inFlight()].map(r => [r.run_id, r.last_event_id]), [['r', 4]])
+  await store.append('r', transition(record('r', 'succeeded', '2026-01-01T00:00:01Z', 5)))
+  t.match(store.get('r'), { status: 'succeeded', last_event_id: 5 })
+  t.same([...store.inFlight()], [])
+})
+
+t.test('appends of several runs share commits, are written in call order and resolve in order', async t => {
+  const { state, store } = open(t)
+  const txnId = () => (state.getStats() as { lastTxnId: number }).lastTxnId
+  const firstTxn = txnId()
+  const resolved: string[] = []
+  const writes: Array<Promise<boolean>> = []
+  for (let id = 1; id <= 50; id++) {
+    for (const run of ['a', 'b']) {
+      const e = id === 1 ? transition(record(run, 'queued', null, 1)) : step(id)
+      writes.push(store.append(run, e).then(ok => { resolved.push(`${run}${id}`); return ok }))
+    }
+    if (id % 10 === 0) await new Promise(resolve => setImmediate(resolve))
+  }
+  t.same(await Promise.all(writes), Array(100).fill(true))
+  t.ok(txnId() - firstTxn <= 10, `100 appends in 5 event turns took ${txnId() - firstTxn} commits`)
+  t.same(resolved, Array.from({ length: 50 }, (_, i) => [`a${i + 1}`, `b${i + 1}`]).flat())
+  for (const run of ['a', 'b']) t.same([...store.eventsAfter(run)].map(e => e.id), Array.from({ length: 50 }, (_, i) => i + 1))
 })
 
 t.test('retention removes terminal runs that ended before the cutoff, with their events, and nothing else', async t => {
-  const state = openState(t.testdir())
-  t.teardown(() => state.close())
-  const store = new RunStore(state)
-  await store.append(record('old', 'succeeded', '2026-01-01T00:00:00Z'), { id: 1, event: 'run.succeeded', data: {} })
-  await store.append(record('recent', 'failed', '2026-06-01T00:00:00Z'), { id: 1, event: 'run.failed', data: {} })
-  await store.append(record('running', 'running', null), { id: 1, event: 'run.running', data: {} })
+  const { store } = open(t)
+  await store.append('old', transition(record('old', 'succeeded', '2026-01-01T00:00:00Z')))
+  await store.append('recent', transition(record('recent', 'failed', '2026-06-01T00:00:00Z')))
+  await store.append('running', transition(record('running', 'running', null)))
   t.equal(await store.removeEndedBefore(Date.parse('2026-03-01T00:00:00Z')), 1)
   t.equal(store.get('old'), undefined)
   t.same([...store.eventsAfter('old')], [], 'its events went with it')
