@@ -2,18 +2,23 @@
 // answering the harness's routes with less and less of its work. MODE:
 //
 //   bare        POST /runs:start: body read, JSON.parse, `message` checked,
-//               202 with the gateway's body shape and a random run id.
+//               202 with the gateway's body shape and a run id made as the
+//               gateway's (`run-` + UUIDv7).
 //               Nothing stored, no run executed: the ceiling of the route.
-//   lmdb-put    the same plus one awaited LMDB put of the queued record
-//               (`db.put`, the gateway's environment options) before the 202:
-//               the cost of one durable write per request.
+//   lmdb-put    the same plus one awaited LMDB put of the queued record as
+//               JSON (`db.put`, the gateway's environment options) before the
+//               202: the cost of one durable write per request.
 //   lmdb-run    the same LMDB writes as the gateway's echo run, without
-//               xstate, the hub, the router, pino or metrics: record + event
-//               in one transaction for queued (awaited before the 202), then
-//               running, step and succeeded chained after it, and the four
-//               bus messages appended in batches (≤ 500, 5 ms linger, one
-//               batch in flight) to a `bus-log` database with per-topic
-//               offsets, as the local bus does. Same databases, same options.
+//               xstate, the hub, the router, pino or metrics: each event's
+//               JSON built once and its put queued at once (a transition's
+//               with the record, its data, in one `batch`; a step's alone),
+//               queued awaited before the 202, running + step queued on the
+//               next turn and succeeded once the step is committed (echo
+//               awaits each step); each event's bus message (built from the
+//               same JSON) appended after its commit, in order per run, in
+//               batches (≤ 500, 5 ms linger, one batch in flight) to a
+//               `bus-log` database with per-topic offsets, as the local bus
+//               does. Same databases, same options, same run ids.
 //   memory      echo runs kept in memory, with the gateway's SSE: GET
 //               /runs/{id}/stream (`: stream open`, then replay, then live
 //               events, closed after the terminal one), POST /runs/{id}/cancel,
@@ -56,8 +61,8 @@ if (mode === 'lmdb-put' || mode === 'lmdb-run') {
   if (!dataDir) { process.stderr.write('runs-uws: DATA_DIR is required in the lmdb modes\n'); process.exit(2) }
   mkdirSync(dataDir, { recursive: true })
   state = open({ path: join(dataDir, 'state.lmdb'), maxDbs: 32, mapSize: 16 * 1024 ** 3, compression: false })
-  runsDb = state.openDB({ name: 'runs' })
-  eventsDb = state.openDB({ name: 'run-events' })
+  runsDb = state.openDB({ name: 'runs-v2', encoding: 'string' })
+  eventsDb = state.openDB({ name: 'run-events-v2', encoding: 'string' })
   busDb = state.openDB({ name: 'bus-log' })
 }
 
@@ -73,8 +78,13 @@ const accepted = record => {
   const self = `/runs/${record.run_id}`
   return { run_id: record.run_id, status: record.status, links: { self, stream: `${self}/stream`, cancel: `${self}/cancel` } }
 }
+// src/runs/ids.ts
+const uuidv7 = () => {
+  const time = Date.now().toString(16).padStart(12, '0')
+  return `${time.slice(0, 8)}-${time.slice(8)}-7${randomUUID().slice(15)}`
+}
 const newRecord = message => ({
-  run_id: `run-${randomUUID()}`,
+  run_id: `run-${uuidv7()}`,
   tenant_id: 'default',
   mode: 'echo',
   message,
@@ -131,20 +141,30 @@ function busFlush () {
   })
 }
 
+// src/runs/events.ts: an event's JSON, built once, stored as is and put behind the run's ids for the bus.
+const encodeEvent = (id, event, data) => {
+  const dataJson = JSON.stringify(data)
+  return { id, event, data: dataJson, json: `{"id":${id},"event":"${event}","data":${dataJson}}` }
+}
+const busValue = (runId, tenantId, e) => `{"run_id":${JSON.stringify(runId)},"tenant_id":${JSON.stringify(tenantId)},${e.json.slice(1)}`
+
 let pendingWrites = 0
+/** src/runs/store.ts `append` + src/runs/manager.ts `record`: queue the write now, publish after its commit, in order per run. */
 function appendEvent (run, name, patch, data) {
   const id = run.record.last_event_id + 1
   const record = { ...run.record, ...patch, last_event_id: id }
   if (name !== 'step') record.status = name.slice(4)
-  const event = { id, event: name, data: name === 'step' ? data : record }
+  const event = encodeEvent(id, name, name === 'step' ? data : record)
   run.record = record
   pendingWrites++
-  run.chain = run.chain.then(async () => {
-    await state.transaction(() => {
-      runsDb.put(record.run_id, record)
-      eventsDb.put([record.run_id, id], event)
+  const stored = name === 'step'
+    ? eventsDb.put([record.run_id, id], event.json)
+    : state.batch(() => {
+      runsDb.put(record.run_id, event.data)
+      eventsDb.put([record.run_id, id], event.json)
     })
-    busAdd({ key: record.run_id, value: JSON.stringify({ run_id: record.run_id, tenant_id: record.tenant_id, ...event }), headers: { 'client-id': record.tenant_id, schema: 'run-event@1' } })
+  run.chain = Promise.all([run.chain, stored]).then(() => {
+    busAdd({ key: record.run_id, value: busValue(record.run_id, record.tenant_id, event), headers: { 'client-id': record.tenant_id, schema: 'run-event@1' } })
   }).catch(err => process.stderr.write(`runs-uws: append failed: ${err.message}\n`)).finally(() => { pendingWrites-- })
   return run.chain
 }
@@ -152,9 +172,9 @@ function appendEvent (run, name, patch, data) {
 async function startLmdbRun (message) {
   const run = { record: newRecord(message), chain: Promise.resolve() }
   await appendEvent(run, 'run.queued', {})
-  setImmediate(() => {
+  setImmediate(async () => {
     appendEvent(run, 'run.running', { started_at: new Date().toISOString() })
-    appendEvent(run, 'step', {}, { type: 'echo', step: 1, text: message })
+    await appendEvent(run, 'step', {}, { type: 'echo', step: 1, text: message })
     appendEvent(run, 'run.succeeded', { result: { output: message }, ended_at: new Date().toISOString() })
   })
   return run.record
@@ -245,7 +265,7 @@ uWS.App().any('/*', (res, req) => {
       if (mode === 'bare') return send(res, '202 Accepted', accepted(newRecord(body.message)))
       if (mode === 'memory') return send(res, '202 Accepted', accepted(startMemoryRun(body.message, body.options)))
       const work = mode === 'lmdb-put'
-        ? (async () => { const r = newRecord(body.message); await runsDb.put(r.run_id, r); return r })()
+        ? (async () => { const r = newRecord(body.message); await runsDb.put(r.run_id, JSON.stringify(r)); return r })()
         : startLmdbRun(body.message)
       work.then(record => { if (!aborted()) send(res, '202 Accepted', accepted(record)) },
         err => { if (!aborted()) send(res, '500 Internal Server Error', JSON.stringify({ error: err.message })) })
