@@ -97,6 +97,7 @@ function crossChecks (c: Config): string[] {
   if (c.kafkaSaslMechanism && (!c.kafkaUsername || !c.kafkaPassword)) {
     problems.push('KAFKA_USERNAME and KAFKA_PASSWORD are required when KAFKA_SASL_MECHANISM is set')
   }
+  if (c.storageBufferBytes < c.s3PartSize) problems.push(`STORAGE_BUFFER_BYTES (${c.storageBufferBytes}) must hold at least one S3_PART_SIZE (${c.s3PartSize})`)
   return problems
 }
 

@@ -67,6 +67,7 @@ export const variables = [
   { name: 'S3_FORCE_PATH_STYLE', type: 'boolean', default: false, description: 'path-style addressing (MinIO)' },
   { name: 'S3_PART_SIZE', type: 'integer', default: 8 * MiB, minimum: 5 * MiB, description: 'multipart part size in bytes' },
   { name: 'S3_QUEUE_SIZE', type: 'integer', default: 4, minimum: 1, description: 'parts in flight per upload' },
+  { name: 'STORAGE_BUFFER_BYTES', type: 'integer', default: 48 * MiB, minimum: 5 * MiB, description: 'memory for media being stored, shared by all uploads (slabs of `S3_PART_SIZE`); an upload waits, its socket paused, when it is spent' },
 
   // Evidence
   { name: 'EVIDENCE_MAX_BYTES', type: 'integer', default: 268435456, minimum: 1, description: 'largest request (413 `payload_too_large`)' },

@@ -1,13 +1,11 @@
-import { Writable } from 'node:stream'
-import { MessageChannel } from 'node:worker_threads'
+import { MessageChannel, type MessagePort } from 'node:worker_threads'
 import { Piscina } from 'piscina'
-
-/** Bytes sent to a worker but not yet hashed before writes wait (per part). */
-const MAX_OUTSTANDING = 8 * 1024 * 1024
 
 /**
  * SHA-256 off the event loop: a pool of worker threads, one task per media
- * part, fed chunk by chunk over a MessagePort as the part streams in.
+ * part, fed over a MessagePort as the part is stored. The bytes are views of
+ * the storage slabs, which live in SharedArrayBuffers, so a worker reads them
+ * in place rather than receiving a copy.
  */
 export class HashPool {
   private readonly pool: Piscina
@@ -16,16 +14,16 @@ export class HashPool {
     const ext = import.meta.url.endsWith('.ts') ? '.ts' : '.js'
     this.pool = new Piscina({
       filename: new URL(`./hash-worker${ext}`, import.meta.url).href,
-      minThreads: 1,
+      minThreads: 0,
       maxThreads: threads,
-      concurrentTasksPerWorker: 16,
+      concurrentTasksPerWorker: 64,
       idleTimeout: 30_000
     })
   }
 
-  /** A Writable that hashes what is written to it; `digest` settles after it finishes. */
-  stream (): HashStream {
-    return new HashStream(this.pool)
+  /** A hash in progress: `update` in order, then `digest` once. */
+  start (): HashTask {
+    return new HashTask(this.pool)
   }
 
   async close (): Promise<void> {
@@ -33,51 +31,42 @@ export class HashPool {
   }
 }
 
-export class HashStream extends Writable {
-  readonly digest: Promise<string>
-  private readonly port
-  private outstanding = 0
-  private waiting: (() => void) | undefined
-  private ended = false
+export class HashTask {
+  private readonly port: MessagePort
+  private readonly result: Promise<string>
+  /** One per update not yet hashed, in order: the worker answers each in turn. */
+  private readonly hashed: Array<{ resolve: () => void, reject: (err: Error) => void }> = []
+  private finished = false
 
   constructor (pool: Piscina) {
-    super({ highWaterMark: 1024 * 1024 })
     const { port1, port2 } = new MessageChannel()
     this.port = port1
-    this.digest = pool.run({ port: port2 }, { transferList: [port2] }) as Promise<string>
-    this.digest.catch(() => undefined)
-    port1.on('message', (hashed: number) => {
-      this.outstanding -= hashed
-      if (this.waiting && this.outstanding < MAX_OUTSTANDING) {
-        const resume = this.waiting
-        this.waiting = undefined
-        resume()
-      }
+    this.result = pool.run({ port: port2 }, { transferList: [port2] }) as Promise<string>
+    this.result.catch(err => { for (const h of this.hashed.splice(0)) h.reject(err) })
+    port1.on('message', () => { this.hashed.shift()?.resolve() })
+  }
+
+  /** Resolves once the worker has hashed `bytes`: from then on the caller may reuse them. */
+  update (bytes: Uint8Array): Promise<void> {
+    if (this.finished) return Promise.reject(new Error('hash already finished'))
+    return new Promise((resolve, reject) => {
+      this.hashed.push({ resolve, reject })
+      this.port.postMessage(bytes)
     })
   }
 
-  override _write (chunk: Buffer, _encoding: BufferEncoding, callback: (error?: Error | null) => void): void {
-    // A copy of exactly these bytes, transferred: cloning `chunk` would copy
-    // the whole ArrayBuffer it is a slice of.
-    const copy = new ArrayBuffer(chunk.byteLength)
-    new Uint8Array(copy).set(chunk)
-    this.port.postMessage(copy, [copy])
-    this.outstanding += chunk.byteLength
-    if (this.outstanding < MAX_OUTSTANDING) callback()
-    else this.waiting = () => callback()
-  }
-
-  override _final (callback: (error?: Error | null) => void): void {
-    this.ended = true
+  /** The hex SHA-256 of everything updated. */
+  digest (): Promise<string> {
+    this.finished = true
     this.port.postMessage(null)
-    this.digest.then(() => callback(), callback)
+    return this.result.finally(() => this.port.close())
   }
 
   /** An abandoned part ends its worker task too, or the task would wait forever. */
-  override _destroy (error: Error | null, callback: (error?: Error | null) => void): void {
-    if (!this.ended) this.port.postMessage('abort')
+  abandon (): void {
+    if (this.finished) return
+    this.finished = true
+    this.port.postMessage('abort')
     this.port.close()
-    callback(error)
   }
-
 }

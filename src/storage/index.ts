@@ -1,2 +1,6 @@
 export { openState, checkState, type StateStore } from './state.js'
-export { createObjectStore, FsObjectStore, S3ObjectStore, type ObjectStore, type StoredObject } from './objects.js'
+export { createObjectStore, type ObjectStore, type PutOptions, type StoredObject } from './objects.js'
+export { FsObjectStore } from './fs-store.js'
+export { S3ObjectStore } from './s3-store.js'
+export { SlabPool } from './slabs.js'
+export { writeObject, type ObjectWriter } from './write-object.js'

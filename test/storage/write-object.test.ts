@@ -1,0 +1,127 @@
+import t from 'tap'
+import { createHash } from 'node:crypto'
+import { Readable } from 'node:stream'
+import { SlabPool, writeObject, type ObjectWriter } from '../../src/storage/index.js'
+
+const live = (): AbortSignal => new AbortController().signal
+
+/** An in-memory writer recording what the pump asked of it; `failAt` makes that part number fail. */
+function recorder (failAt?: number) {
+  const parts: Buffer[] = []
+  let rest: Buffer | undefined
+  let aborted = false
+  let inFlight = 0
+  let maxInFlight = 0
+  const writer: ObjectWriter = {
+    async part (bytes) {
+      const n = parts.length + 1
+      parts.push(Buffer.from(bytes))
+      inFlight++
+      maxInFlight = Math.max(maxInFlight, inFlight)
+      await new Promise(resolve => setTimeout(resolve, 2))
+      inFlight--
+      if (n === failAt) throw new Error(`part ${n} failed`)
+    },
+    async complete (bytes) {
+      rest = Buffer.from(bytes)
+      return { uri: 'mem://x', etag: 'e' }
+    },
+    async abort () { aborted = true }
+  }
+  return { writer, parts, get rest () { return rest }, get aborted () { return aborted }, get maxInFlight () { return maxInFlight } }
+}
+
+function chunked (data: Buffer, sizes: number[]): Readable {
+  const chunks: Buffer[] = []
+  for (let at = 0, i = 0; at < data.length; i++) {
+    const n = sizes[i % sizes.length]!
+    chunks.push(data.subarray(at, at + n))
+    at += n
+  }
+  return Readable.from(chunks)
+}
+
+t.test('bytes arriving in odd chunks become full parts plus the rest, in order, all observed', async t => {
+  const data = Buffer.from(Array.from({ length: 10_000 }, (_, i) => (i * 7) & 0xff))
+  const pool = new SlabPool(1024, 3)
+  const rec = recorder()
+  const seen = createHash('sha256')
+  const stored = await writeObject(chunked(data, [1, 333, 2048, 17]), rec.writer, pool, {
+    signal: live(), queueSize: 2, observe: async bytes => { seen.update(bytes) }
+  })
+  t.same(stored, { uri: 'mem://x', etag: 'e', size: 10_000 })
+  t.equal(rec.parts.length, 9, 'nine full 1024-byte parts')
+  t.ok(rec.parts.every(p => p.length === 1024))
+  t.equal(rec.rest!.length, 10_000 - 9 * 1024)
+  t.ok(Buffer.concat([...rec.parts, rec.rest!]).equals(data), 'the parts and the rest are the body')
+  t.equal(seen.digest('hex'), createHash('sha256').update(data).digest('hex'), 'the observer saw every byte in order')
+  t.ok(rec.maxInFlight <= 2, 'never more than queueSize parts at once')
+  t.equal(pool.inUse, 0, 'every slab back in the pool')
+})
+
+t.test('an exact multiple of the part size completes with an empty rest; an empty body with nothing but the rest', async t => {
+  const pool = new SlabPool(100, 2)
+  const even = recorder()
+  await writeObject(Readable.from([Buffer.alloc(300, 1)]), even.writer, pool, { signal: live(), queueSize: 1 })
+  t.same([even.parts.length, even.rest!.length], [3, 0])
+  const empty = recorder()
+  const stored = await writeObject(Readable.from([]), empty.writer, pool, { signal: live(), queueSize: 1 })
+  t.same([empty.parts.length, empty.rest!.length, stored.size], [0, 0, 0])
+})
+
+t.test('two uploads share a one-slab budget and both complete', async t => {
+  const pool = new SlabPool(64, 1)
+  const a = recorder()
+  const b = recorder()
+  const one = Buffer.alloc(1000, 'a')
+  const two = Buffer.alloc(700, 'b')
+  await Promise.all([
+    writeObject(chunked(one, [50]), a.writer, pool, { signal: live(), queueSize: 4 }),
+    writeObject(chunked(two, [30]), b.writer, pool, { signal: live(), queueSize: 4 })
+  ])
+  t.ok(Buffer.concat([...a.parts, a.rest!]).equals(one))
+  t.ok(Buffer.concat([...b.parts, b.rest!]).equals(two))
+  t.equal(pool.inUse, 0)
+})
+
+t.test('a failing part stops the reading, aborts the writer and frees the slabs', async t => {
+  const pool = new SlabPool(100, 4)
+  const rec = recorder(2)
+  const body = chunked(Buffer.alloc(100_000), [100])
+  await t.rejects(writeObject(body, rec.writer, pool, { signal: live(), queueSize: 2 }), { message: 'part 2 failed' })
+  t.ok(rec.aborted, 'the writer was aborted')
+  t.ok(rec.parts.length < 10, `reading stopped early (${rec.parts.length} parts)`)
+  t.ok(body.destroyed, 'the body was let go')
+  t.equal(pool.inUse, 0)
+})
+
+t.test('a body error or an aborted signal rejects with its reason and aborts the writer', async t => {
+  const pool = new SlabPool(100, 2)
+  const broken = recorder()
+  const body = new Readable({ read () {} })
+  body.push(Buffer.alloc(250))
+  setImmediate(() => body.destroy(new Error('socket reset')))
+  await t.rejects(writeObject(body, broken.writer, pool, { signal: live(), queueSize: 1 }), { message: 'socket reset' })
+  t.ok(broken.aborted)
+
+  const ac = new AbortController()
+  const left = recorder()
+  const waiting = new Readable({ read () {} })
+  waiting.push(Buffer.alloc(150))
+  const done = writeObject(waiting, left.writer, pool, { signal: ac.signal, queueSize: 1 })
+  setImmediate(() => ac.abort(new Error('client disconnected')))
+  await t.rejects(done, { message: 'client disconnected' })
+  t.ok(left.aborted)
+  t.ok(waiting.destroyed)
+  t.equal(pool.inUse, 0)
+})
+
+t.test('a failing observer fails the object as a failing part does', async t => {
+  const pool = new SlabPool(10, 2)
+  const rec = recorder()
+  await t.rejects(writeObject(Readable.from([Buffer.alloc(50)]), rec.writer, pool, {
+    signal: live(), queueSize: 1, observe: async () => { throw new Error('hash worker died') }
+  }), { message: 'hash worker died' })
+  t.ok(rec.aborted)
+  t.equal(pool.inUse, 0)
+})
