@@ -80,7 +80,9 @@ function knobs (settings) {
     minioCpu,
     // The gateway's own variables, when set in the shell, apply to both the gateway and the direct baseline.
     partSize: intEnv('S3_PART_SIZE', 8 * MiB, 5 * MiB),
-    queueSize: intEnv('S3_QUEUE_SIZE', 4, 1)
+    queueSize: intEnv('S3_QUEUE_SIZE', 4, 1),
+    // Only reported: the gateway reads it itself (inherited from the shell).
+    bufferBytes: intEnv('STORAGE_BUFFER_BYTES', 48 * MiB, 5 * MiB)
   }
 }
 
@@ -556,8 +558,8 @@ export default {
         const perRun = (r.runs ?? [r]).filter(x => !x.error).map(x => `${Math.round((x.rssAtStartBytes ?? 0) / MiB)}→${Math.round(x.peakRssBytes / MiB)}`).join(', ')
         notes.push(`target peak RSS ≤ 150 MB (${fmt.mib(TARGETS.rssBytes)}) with ${maxC} concurrent uploads: ${tag} ${mb(r.peakRssBytes)} (${fmt.mib(r.peakRssBytes)}, highest of ${n} run${n > 1 ? 's' : ''}; ` +
           `RSS at start → peak per run: ${perRun} MiB): ${r.peakRssBytes <= TARGETS.rssBytes ? 'met' : 'NOT met'}${flag}` +
-          ` [lib-storage's part buffers alone: ${maxC} × ${r.partSize / MiB} MiB × (queue ${r.queueSize} + 1) = ${maxC * r.partSize * (r.queueSize + 1) / MiB} MiB;` +
-          ` direct-lib-storage's own process peaked at ${fmt.mib(d?.peakRssBytes)}]`)
+          ` [the gateway's slab pool: ${Math.floor(k.bufferBytes / r.partSize)} × ${r.partSize / MiB} MiB (STORAGE_BUFFER_BYTES ${k.bufferBytes});` +
+          ` lib-storage's part buffers in the direct process: ${maxC} × ${r.partSize / MiB} MiB × (queue ${r.queueSize} + 1) = ${maxC * r.partSize * (r.queueSize + 1) / MiB} MiB, which peaked at ${fmt.mib(d?.peakRssBytes)}]`)
       }
       const l = lagMs(r)
       if (l !== undefined) {
