@@ -68,14 +68,14 @@ export class RunManager {
       ended_at: null,
       result: null,
       error: null,
-      last_event_id: 0
+      last_event_id: 1
     }
     let end: (r: RunRecord) => void = () => {}
     const ended = new Promise<RunRecord>(resolve => { end = resolve })
     const actor = createActor(runMachine).start()
     const run: ActiveRun = { record, actor, chain: Promise.resolve(), abort: new AbortController(), ended, end }
     this.active.set(record.run_id, run)
-    this.record(run, 'run.queued', record)
+    this.record(run, record, 'run.queued', record)
     await run.chain
     setImmediate(() => { this.execute(run, input).catch(err => this.log.error({ err, runId: record.run_id }, 'run execution failed')) })
     return run.record
@@ -140,7 +140,7 @@ export class RunManager {
         options: input.options,
         signal: run.abort.signal,
         emit: async step => {
-          if (!run.abort.signal.aborted) this.record(run, 'step', step)
+          if (!run.abort.signal.aborted) this.record(run, { ...run.record, last_event_id: run.record.last_event_id + 1 }, 'step', step)
           await run.chain
         }
       })
@@ -158,20 +158,19 @@ export class RunManager {
     run.actor.send(event)
     const status = run.actor.getSnapshot().value as RunStatus
     if (status === before) return false
-    const record = { ...run.record, ...patch, status }
-    this.record(run, `run.${status}`, record)
+    const record = { ...run.record, ...patch, status, last_event_id: run.record.last_event_id + 1 }
+    this.record(run, record, `run.${status}`, record)
     return true
   }
 
   /**
-   * Encodes the event and queues its write at once; it is streamed and
-   * published once it is committed and the run's previous events have been,
-   * so a run never waits for one commit per event.
+   * Records the event that made `record` (its id is `record.last_event_id`):
+   * encodes it and queues its write at once, then streams and publishes it
+   * once it is committed and the run's previous events have been, so a run
+   * never waits for one commit per event.
    */
-  private record (run: ActiveRun, name: RunEventName, data: object): void {
-    const id = run.record.last_event_id + 1
-    const record = name === 'step' ? { ...run.record, last_event_id: id } : { ...(data as RunRecord), last_event_id: id }
-    const event = encodeEvent(id, name, name === 'step' ? data : record)
+  private record (run: ActiveRun, record: RunRecord, name: RunEventName, data: object): void {
+    const event = encodeEvent(record.last_event_id, name, data)
     run.record = record
     const stored = this.store.append(record.run_id, event)
     run.chain = Promise.all([run.chain, stored]).then(() => {
