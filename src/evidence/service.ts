@@ -50,6 +50,9 @@ export class EvidenceService {
     const outbox = this.outbox
     new Gauge({ name: 'evidence_outbox_backlog', help: 'Envelopes accepted but not yet acknowledged by the bus', registers: [registry], collect () { this.set(outbox.backlog) } })
     new Gauge({ name: 'evidence_outbox_oldest_age_seconds', help: 'Age of the oldest unpublished envelope', registers: [registry], collect () { this.set(outbox.oldestAgeMs() / 1000) } })
+    const slabs = store.slabs
+    new Gauge({ name: 'evidence_buffer_bytes_in_use', help: 'Memory held by media being stored (STORAGE_BUFFER_BYTES is the most)', registers: [registry], collect () { this.set(slabs.inUse * slabs.slabSize) } })
+    new Gauge({ name: 'evidence_uploads_waiting_for_buffer', help: 'Media parts held back, their sockets paused, until buffer memory frees up', registers: [registry], collect () { this.set(slabs.waiting) } })
   }
 
   start (): void {

@@ -11,7 +11,7 @@ export class FsObjectStore implements ObjectStore {
   readonly kind = 'fs'
   readonly root: string
 
-  constructor (dataDir: string, private readonly slabs: SlabPool, private readonly queueSize: number) {
+  constructor (dataDir: string, readonly slabs: SlabPool, private readonly queueSize: number) {
     this.root = resolve(dataDir, 'objects')
   }
 

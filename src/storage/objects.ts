@@ -21,6 +21,8 @@ export interface PutOptions {
 /** Where evidence objects live: a folder under DATA_DIR, or any S3 API. */
 export interface ObjectStore {
   readonly kind: 'fs' | 's3'
+  /** The memory every upload of this store draws from (for metrics). */
+  readonly slabs: SlabPool
   start(): Promise<void>
   probe(): Promise<void>
   /**

@@ -24,7 +24,7 @@ export class S3ObjectStore implements ObjectStore {
   readonly client: S3Client
   readonly bucket: string
 
-  constructor (private readonly config: Config, private readonly slabs: SlabPool) {
+  constructor (private readonly config: Config, readonly slabs: SlabPool) {
     this.bucket = config.s3Bucket
     this.client = new S3Client({
       region: config.s3Region,

@@ -25,6 +25,11 @@ export class SlabPool {
     return this.allocated - this.free.length
   }
 
+  /** Writers waiting for a slab: uploads held back, their sockets paused, because the budget is spent. */
+  get waiting (): number {
+    return this.waiters.length
+  }
+
   /** Resolves with a slab once the budget allows; rejects with the signal's reason if it aborts first. */
   acquire (signal: AbortSignal): Promise<Uint8Array> {
     if (signal.aborted) return Promise.reject(signal.reason)

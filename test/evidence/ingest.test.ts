@@ -92,6 +92,34 @@ t.test('the same event_id while the first is still uploading is 409 idempotency_
   socket.destroy()
 })
 
+t.test('uploads share one buffer budget: one past it waits, paused, until memory frees; /metrics shows both', async t => {
+  const { url, token, objects } = await setup(t, { S3_PART_SIZE: String(5 * 1024 * 1024), STORAGE_BUFFER_BYTES: String(5 * 1024 * 1024) })
+  const port = Number(new URL(url).port)
+  const gauge = async (name: string): Promise<number> => {
+    const text = await (await fetch(new URL('/metrics', url))).text()
+    return Number(new RegExp(`^${name} (\\d+)$`, 'm').exec(text)?.[1])
+  }
+  const start = async (eventId: string) => {
+    const body = multipartBody([envelopePart(baseEnvelope({ event_id: eventId })), mediaPart(clip(64_000).data)])
+    const socket = await rawConnect(port)
+    socket.write(`POST /v1/stream/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nContent-Type: multipart/form-data; boundary=${BOUNDARY}\r\nContent-Length: ${body.length}\r\n\r\n`)
+    socket.write(body.subarray(0, 1000))
+    return { socket, rest: body.subarray(1000) }
+  }
+  const first = await start('evt-first')
+  t.equal(await eventually(() => gauge('evidence_buffer_bytes_in_use'), n => n > 0), 5 * 1024 * 1024, 'the first upload holds the only slab')
+  const second = await start('evt-second')
+  t.equal(await eventually(() => gauge('evidence_uploads_waiting_for_buffer'), n => n === 1), 1, 'the second waits for it')
+  first.socket.write(first.rest)
+  t.match(await readResponse(first.socket, /\}$/), /^HTTP\/1\.1 202 [\s\S]*"event_id":"evt-first"/)
+  second.socket.write(second.rest)
+  t.match(await readResponse(second.socket, /\}$/), /^HTTP\/1\.1 202 [\s\S]*"event_id":"evt-second"/, 'and completes once the first has let go')
+  t.same([await gauge('evidence_buffer_bytes_in_use'), await gauge('evidence_uploads_waiting_for_buffer')], [0, 0])
+  t.equal(objects().length, 2)
+  first.socket.destroy()
+  second.socket.destroy()
+})
+
 t.test('every 400 has its exact code and details, and nothing is stored or published', async t => {
   const { post, objects, published } = await setup(t, { EVIDENCE_MAX_MEDIA: '2' })
   const good = clip(20_000)

@@ -13,6 +13,7 @@ t.test('hands out at most maxSlabs; a release goes to the longest waiter', async
   const d = pool.acquire(live).then(s => { order.push('d'); return s })
   await new Promise(resolve => setImmediate(resolve))
   t.same(order, [], 'nothing past the budget')
+  t.equal(pool.waiting, 2)
   pool.release(b)
   t.equal(await c, b, 'the released slab itself is reused')
   pool.release(a)
