@@ -54,6 +54,12 @@ export class HttpServer {
   private draining: Promise<void> | undefined
   private drained: (() => void) | undefined
   private inFlight = 0
+  /**
+   * Handlers not yet settled. A handler can outlive its request (a client
+   * that left mid-upload) while it cleans up, and shutdown must wait for it
+   * too, or close what that cleanup writes to.
+   */
+  private running = 0
   boundPort = 0
 
   constructor (private readonly options: HttpServerOptions) {
@@ -98,7 +104,8 @@ export class HttpServer {
   }
 
   /**
-   * Stops accepting connections and resolves when in-flight requests are done.
+   * Stops accepting connections and resolves when in-flight requests, and
+   * the handlers that served them, are done.
    * Requests that arrive on kept-alive connections meanwhile get 503 and a close.
    */
   close (): Promise<void> {
@@ -106,7 +113,7 @@ export class HttpServer {
       this.options.uws.us_listen_socket_close(this.listenSocket)
       this.listenSocket = undefined
     }
-    this.draining ??= this.inFlight === 0
+    this.draining ??= this.inFlight === 0 && this.running === 0
       ? Promise.resolve()
       : new Promise<void>(resolve => { this.drained = resolve })
     return this.draining
@@ -174,7 +181,10 @@ export class HttpServer {
       return this.fail(ctx, entry, err)
     }
     if (result instanceof Promise) {
-      result.then(reply => this.reply(ctx, reply), err => this.fail(ctx, entry, err))
+      this.running++
+      result.then(
+        reply => { this.reply(ctx, reply); this.handlerDone() },
+        err => { this.fail(ctx, entry, err); this.handlerDone() })
     } else this.reply(ctx, result)
   }
 
@@ -207,6 +217,16 @@ export class HttpServer {
     const line = { reqId: ctx.requestId, method: ctx.method, route: ctx.route, status, ms: Math.round(seconds * 1e5) / 100 }
     if (ctx.quiet) this.log.debug(line, 'request')
     else this.log.info(line, 'request')
-    if (--this.inFlight === 0 && this.drained) this.drained()
+    this.inFlight--
+    this.settled()
+  }
+
+  private handlerDone (): void {
+    this.running--
+    this.settled()
+  }
+
+  private settled (): void {
+    if (this.inFlight === 0 && this.running === 0 && this.drained) this.drained()
   }
 }

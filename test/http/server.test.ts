@@ -166,6 +166,32 @@ t.test('close() waits for in-flight requests and refuses new ones on kept-alive 
   t.equal(closed, true)
 })
 
+t.test('close() also waits for a handler still cleaning up after its client left', async t => {
+  let finishCleanup: () => void = () => {}
+  let cleanedUp = false
+  const { server, port } = await serve(t, [{
+    method: 'POST',
+    path: '/upload',
+    body: 'stream',
+    handler: (ctx: RequestContext) => new Promise(resolve => {
+      ctx.onAbort(() => { finishCleanup = () => { cleanedUp = true; resolve(undefined) } })
+      ctx.stream!.resume()
+    })
+  }])
+  const socket = await rawConnect(port)
+  socket.write('POST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\nabc')
+  await until(() => server.inFlightRequests === 1)
+  socket.destroy()
+  await until(() => server.inFlightRequests === 0)
+  let closed = false
+  const closing = server.close().then(() => { closed = true })
+  await sleep(20)
+  t.equal(closed, false, 'the request is over, but its handler is not')
+  finishCleanup()
+  await closing
+  t.equal(cleanedUp, true, 'close resolved only after the cleanup')
+})
+
 async function drainedWithin (socket: Socket, ms: number): Promise<boolean> {
   const ac = new AbortController()
   const drained = once(socket, 'drain', { signal: ac.signal }).then(() => true, () => false)
