@@ -17,7 +17,11 @@ export class UploadSession {
   async put (key: string, part: Readable, contentType: string): Promise<StoredObject & { sha256: string }> {
     const hash = this.hashes.start()
     try {
-      const object = await this.store.put(key, part, contentType, { signal: this.signal, observe: bytes => hash.update(bytes) })
+      const object = await this.store.put(key, part, contentType, {
+        signal: this.signal,
+        observe: bytes => hash.update(bytes),
+        onCleanupError: err => this.log.error({ err, key }, 'could not abort the upload of a failed media part; parts may be left in storage')
+      })
       this.stored.push(object)
       return { ...object, sha256: await hash.digest() }
     } catch (err) {

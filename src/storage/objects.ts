@@ -16,6 +16,8 @@ export interface PutOptions {
   signal: AbortSignal
   /** Sees every byte of the object in order, from the slab it is stored from (see `writeObject`). */
   observe?: (bytes: Uint8Array) => Promise<void>
+  /** Told when removing a failed object's remains fails too (see `writeObject`). */
+  onCleanupError?: (err: Error) => void
 }
 
 /** Where evidence objects live: a folder under DATA_DIR, or any S3 API. */

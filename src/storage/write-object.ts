@@ -17,6 +17,11 @@ export interface WriteOptions {
   queueSize: number
   /** Sees every byte, in order (the hash); a slab is reused only once its promise settles. */
   observe?: (bytes: Uint8Array) => Promise<void>
+  /**
+   * Told when the writer's abort itself fails (storage unreachable): something
+   * may be left behind. The write still fails with its first error.
+   */
+  onCleanupError?: (err: Error) => void
 }
 
 const noObserver = async (): Promise<void> => {}
@@ -70,7 +75,7 @@ export async function writeObject (body: Readable, writer: ObjectWriter, slabs: 
   } catch (err) {
     failed.abort(err)
     await Promise.allSettled(pending)
-    await writer.abort()
+    await writer.abort().catch((cleanup: Error) => options.onCleanupError?.(cleanup))
     throw err
   } finally {
     signal.removeEventListener('abort', stopReading)

@@ -116,6 +116,18 @@ t.test('a body error or an aborted signal rejects with its reason and aborts the
   t.equal(pool.inUse, 0)
 })
 
+t.test('when the abort fails too, the write fails with its first error and the cleanup failure is reported', async t => {
+  const pool = new SlabPool(10, 2)
+  const rec = recorder(1)
+  rec.writer.abort = async () => { throw new Error('storage unreachable') }
+  const reported: string[] = []
+  await t.rejects(writeObject(Readable.from([Buffer.alloc(50)]), rec.writer, pool, {
+    signal: live(), queueSize: 1, onCleanupError: err => reported.push(err.message)
+  }), { message: 'part 1 failed' })
+  t.same(reported, ['storage unreachable'])
+  t.equal(pool.inUse, 0)
+})
+
 t.test('a failing observer fails the object as a failing part does', async t => {
   const pool = new SlabPool(10, 2)
   const rec = recorder()
