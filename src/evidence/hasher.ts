@@ -16,7 +16,11 @@ export class HashPool {
       filename: new URL(`./hash-worker${ext}`, import.meta.url).href,
       minThreads: 0,
       maxThreads: threads,
-      concurrentTasksPerWorker: 64,
+      // A task is a part being uploaded, mostly idle on its port. A part whose
+      // task sat in piscina's queue would hold its slab unhashed, and enough
+      // such parts could starve the uploads whose tasks run: so the limit is
+      // far above any realistic number of concurrent parts.
+      concurrentTasksPerWorker: 4096,
       idleTimeout: 30_000
     })
   }
