@@ -117,6 +117,10 @@ export class EvidenceService {
         this.idempotency.completeInTransaction(claimKey!, ack)
         this.outbox.enqueueInTransaction(this.config.topicEvidence, message)
       })
+      // A commit survives a crash of this process; the 202 also waits until it
+      // is on disk, so a power loss cannot drop an event the client was told
+      // is accepted (and will not resend). An upload dwarfs the extra wait.
+      await this.state.flushed
       claimKey = undefined
       this.outbox.notify()
       return { status: 202, body: ack }
