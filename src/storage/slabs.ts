@@ -12,7 +12,7 @@ const TRIM_AFTER_MS = 30_000
  */
 export class SlabPool {
   private readonly free: Uint8Array[] = []
-  private readonly waiters: Array<{ grant: (slab: Uint8Array) => void, signal: AbortSignal, onAbort: () => void }> = []
+  private readonly waiters: Array<{ grant: (slab: Uint8Array) => void, onAbort: () => void }> = []
   private allocated = 0
   private trimTimer: NodeJS.Timeout | undefined
 
@@ -37,7 +37,6 @@ export class SlabPool {
     if (slab) return Promise.resolve(slab)
     return new Promise((resolve, reject) => {
       const waiter = {
-        signal,
         grant: (s: Uint8Array) => { signal.removeEventListener('abort', waiter.onAbort); resolve(s) },
         onAbort: () => {
           this.waiters.splice(this.waiters.indexOf(waiter), 1)
