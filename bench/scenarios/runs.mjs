@@ -476,6 +476,14 @@ function verdicts (rows) {
 }
 
 const status = r => (r.error ? 'FAILED' : r.problems?.length ? 'FLAGGED' : 'ok')
+/** The closing columns of the throughput and delivery tables: memory, CPU of the server, the load and the rest, status. */
+const resourceColumns = (loadTitle, loadCpu) => [
+  { title: 'peak RSS', get: r => fmt.mib(r.peakRssBytes) },
+  { title: 'srv CPU', get: r => pct(r.serverCpu) },
+  { title: loadTitle, get: r => pct(loadCpu(r)) },
+  { title: 'other CPU', get: r => pct(r.othersCpu) },
+  { title: 'status', get: status, align: 'left' }
+]
 
 function phaseTables (rows, k, settings) {
   const out = []
@@ -490,11 +498,7 @@ function phaseTables (rows, k, settings) {
       { title: 'start→end p50/p99 ms', get: r => (r.completionLagMs?.n ? `${r.completionLagMs.p50}/${r.completionLagMs.p99}` : '-') },
       { title: 'backlog', get: r => int(r.backlogAtEnd) },
       { title: 'log B/req', get: r => (r.accessLog?.requests ? Math.round(r.accessLog.bytesPerLine) : '-') },
-      { title: 'peak RSS', get: r => fmt.mib(r.peakRssBytes) },
-      { title: 'srv CPU', get: r => pct(r.serverCpu) },
-      { title: 'wrk CPU', get: r => pct(r.wrkCpu) },
-      { title: 'other CPU', get: r => pct(r.othersCpu) },
-      { title: 'status', get: status, align: 'left' }
+      ...resourceColumns('wrk CPU', r => r.wrkCpu)
     ], t1))
   }
   const t2 = rows.filter(r => r.phase === 'delivery')
@@ -511,11 +515,7 @@ function phaseTables (rows, k, settings) {
       { title: 'max ms', get: r => ms(r.deliveryMs?.max) },
       { title: 'step gap p50/p99', get: r => (r.client?.latencyMs.stepGap.n ? `${ms(r.client.latencyMs.stepGap.p50)}/${ms(r.client.latencyMs.stepGap.p99)}` : '-') },
       { title: 'start p99 ms', get: r => ms(r.client?.latencyMs.start.p99) },
-      { title: 'peak RSS', get: r => fmt.mib(r.peakRssBytes) },
-      { title: 'srv CPU', get: r => pct(r.serverCpu) },
-      { title: 'client CPU', get: r => pct(r.clientCpu) },
-      { title: 'other CPU', get: r => pct(r.othersCpu) },
-      { title: 'status', get: status, align: 'left' }
+      ...resourceColumns('client CPU', r => r.clientCpu)
     ], t2))
   }
   const t3 = rows.filter(r => r.phase === 'capacity')
