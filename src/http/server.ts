@@ -141,11 +141,13 @@ export class HttpServer {
     ctx.route = entry.label
     ctx.quiet = entry.route.quiet === true
     const mode = entry.route.body ?? 'none'
-    if (mode !== 'none' && Number(ctx.headers['content-length']) > entry.limit) {
-      this.fail(ctx, entry, payloadTooLarge(entry.limit))
-      return
+    if (mode !== 'none') {
+      ctx.bodyComplete = false
+      if (Number(ctx.headers['content-length']) > entry.limit) {
+        this.fail(ctx, entry, payloadTooLarge(entry.limit))
+        return
+      }
     }
-    if (mode !== 'none') ctx.bodyComplete = false
     if (mode === 'json') this.readJson(ctx, entry)
     else {
       if (mode === 'stream') {

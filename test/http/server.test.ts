@@ -150,6 +150,14 @@ t.test('a streamed body past its limit fails with 413, by Content-Length or by c
   t.same(await ok.json(), { n: 1000 })
 })
 
+t.test('a 413 decided from Content-Length closes the connection instead of reading the refused body', async t => {
+  const { port } = await serve(t, [{ method: 'POST', path: '/s', body: 'stream', bodyLimit: 1000, handler: () => ({ status: 200 }) }])
+  const socket = await rawConnect(port)
+  socket.write('POST /s HTTP/1.1\r\nHost: x\r\nContent-Length: 5000\r\n\r\n')
+  t.match(await readResponse(socket, /\}$/), /^HTTP\/1\.1 413 /)
+  await t.resolves(until(() => socket.readableEnded || socket.destroyed, 2000), 'the server closed the connection')
+})
+
 t.test('close() waits for in-flight requests and refuses new ones on kept-alive connections', async t => {
   let release: () => void = () => {}
   const { server, url } = await serve(t, [{ method: 'GET', path: '/slow', handler: () => new Promise(resolve => { release = () => resolve({ status: 200, body: 'done' }) }) }])
