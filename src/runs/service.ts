@@ -124,8 +124,10 @@ export class HarnessService {
 
   /**
    * Replays stored events after Last-Event-ID, then follows live ones. The
-   * subscription starts before the replay and the stream drops ids it has
-   * already sent, so nothing falls in the gap between the two.
+   * subscription starts before the replay, which reads LMDB synchronously:
+   * live events come from commit callbacks, so none can arrive during it,
+   * and one stored but not yet announced is dropped by the stream as a
+   * repeated id. Nothing falls in the gap between the two.
    */
   private async stream (ctx: RequestContext): Promise<undefined> {
     const record = await this.owned(ctx)
@@ -137,15 +139,8 @@ export class HarnessService {
       sse.event(e)
       if (isTerminalEvent(e)) sse.end()
     }
-    const pending: RunEvent[] = []
-    let replaying = true
-    unsubscribe = this.hub.subscribe(record.run_id, e => {
-      if (replaying) pending.push(e)
-      else deliver(e)
-    })
+    unsubscribe = this.hub.subscribe(record.run_id, deliver)
     for (const e of this.store.eventsAfter(record.run_id, after)) deliver(e)
-    replaying = false
-    for (const e of pending) deliver(e)
     return undefined
   }
 }
