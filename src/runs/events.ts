@@ -26,7 +26,8 @@ export function busValue (runId: string, tenantId: string, e: RunEvent): string 
   return `{"run_id":${JSON.stringify(runId)},"tenant_id":${JSON.stringify(tenantId)},${e.json.slice(1)}`
 }
 
-/** `text/event-stream` frame of an event. */
+/** `text/event-stream` frame of an event, built once however many subscribers it goes to. */
 export function formatEvent (e: RunEvent): string {
-  return `id: ${e.id}\nevent: ${e.event}\ndata: ${e.data}\n\n`
+  e.frame ??= `id: ${e.id}\nevent: ${e.event}\ndata: ${e.data}\n\n`
+  return e.frame
 }

@@ -32,6 +32,8 @@ export interface RunEvent {
   data: string
   /** JSON of the whole event, `{id, event, data}`: the stored value. */
   json: string
+  /** Its `text/event-stream` frame, made by `formatEvent` on first use and shared by every subscriber. */
+  frame?: string
 }
 
 export function isTerminal (status: RunStatus): boolean {
