@@ -1,7 +1,7 @@
 import type { Database } from 'lmdb'
 import type { StateStore } from '../storage/index.js'
 import { decodeEvent } from './events.js'
-import { IN_FLIGHT, isTerminal, type RunEvent, type RunRecord } from './types.js'
+import { isTerminal, type RunEvent, type RunRecord } from './types.js'
 
 type EventKey = [string, number]
 
@@ -56,7 +56,7 @@ export class RunStore {
   * inFlight (): Generator<RunRecord> {
     for (const { value } of this.runs.getRange()) {
       const record = JSON.parse(value) as RunRecord
-      if ((IN_FLIGHT as readonly string[]).includes(record.status)) yield this.withLastEventId(record)
+      if (!isTerminal(record.status)) yield this.withLastEventId(record)
     }
   }
 
