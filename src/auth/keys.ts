@@ -1,7 +1,7 @@
 import { createPrivateKey, createPublicKey, generateKeyPair, type JsonWebKey, type KeyObject } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import { promisify } from 'node:util'
-import { calculateJwkThumbprint, type JWK } from 'jose'
+import { calculateJwkThumbprint, errors as joseErrors, type JWK, type JWTVerifyGetKey } from 'jose'
 import type { Database } from 'lmdb'
 import type { StateStore } from '../storage/index.js'
 
@@ -68,6 +68,13 @@ export class KeyStore {
   /** The JWKS document, serialised once per change. */
   get jwks (): string {
     return this.jwksBody
+  }
+
+  /** jose's key lookup for tokens this service issued: by kid, or `JWKSNoMatchingKey`. */
+  readonly getKey: JWTVerifyGetKey = async header => {
+    const key = header.kid === undefined ? undefined : this.publicKey(header.kid)
+    if (!key) throw new joseErrors.JWKSNoMatchingKey()
+    return key
   }
 
   /** Looks the kid up again in LMDB on a miss: another process may have rotated. */

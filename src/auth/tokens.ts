@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import { SignJWT, jwtVerify, createRemoteJWKSet, decodeJwt, errors as joseErrors, type JWTPayload, type JWTVerifyGetKey } from 'jose'
-import { GatewayError } from '../http/index.js'
+import { GatewayError, unauthorized } from '../http/index.js'
 import type { Client } from './clients.js'
 import type { KeyStore } from './keys.js'
 
@@ -58,11 +58,7 @@ export class TokenVerifier {
   private readonly now: () => number
 
   constructor (keys: KeyStore, private readonly options: VerifierOptions) {
-    this.ownKeys = async header => {
-      const key = header.kid === undefined ? undefined : keys.publicKey(header.kid)
-      if (!key) throw new joseErrors.JWKSNoMatchingKey()
-      return key
-    }
+    this.ownKeys = keys.getKey
     this.externalKeys = options.external ? createRemoteJWKSet(new URL(options.external.jwksUrl), { cooldownDuration: 30_000 }) : undefined
     this.cacheSize = options.cacheSize ?? 10_000
     this.now = options.now ?? Date.now
@@ -116,8 +112,4 @@ export class TokenVerifier {
       throw unauthorized(err instanceof joseErrors.JWTExpired ? 'token expired' : 'invalid token', err)
     }
   }
-}
-
-function unauthorized (message: string, cause?: unknown): GatewayError {
-  return new GatewayError('unauthorized', message, { headers: { 'www-authenticate': 'Bearer' }, cause })
 }

@@ -1,6 +1,6 @@
 import { createRemoteJWKSet, decodeProtectedHeader, errors, jwtVerify, SignJWT, type JWTPayload, type JWTVerifyGetKey } from 'jose'
 import type { KeyObject } from 'node:crypto'
-import { GatewayError } from '../http/index.js'
+import { unauthorized } from '../http/index.js'
 
 export interface CallerSettings {
   /** RS256 keys for user tokens: a remote set, or this service's own keys. */
@@ -13,8 +13,6 @@ export interface Caller {
   alg: 'RS256' | 'HS256'
   token: string
 }
-
-const unauthorized = (detail: string): GatewayError => new GatewayError('unauthorized', detail, { headers: { 'www-authenticate': 'Bearer' } })
 
 export function remoteKeys (url: string): JWTVerifyGetKey {
   return createRemoteJWKSet(new URL(url), { cooldownDuration: 30_000 })

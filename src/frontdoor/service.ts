@@ -21,11 +21,7 @@ export class FrontDoor {
   constructor (private readonly config: Config, private readonly keys: KeyStore, private readonly harnessUrl: string) {
     this.orgs = loadOrgs(config.orgsFile)
     this.caller = {
-      rs256: config.frontdoorJwksUrl ? remoteKeys(config.frontdoorJwksUrl) : async header => {
-        const key = header.kid === undefined ? undefined : keys.publicKey(header.kid)
-        if (!key) throw new GatewayError('unauthorized', 'auth_failed:invalid_signature')
-        return key
-      },
+      rs256: config.frontdoorJwksUrl ? remoteKeys(config.frontdoorJwksUrl) : keys.getKey,
       hs256Secret: config.frontdoorHs256Secret
     }
   }

@@ -62,3 +62,8 @@ export function toGatewayError (err: unknown): GatewayError {
   if (isGatewayError(err)) return err
   return new GatewayError('internal_error', 'internal error', { cause: err })
 }
+
+/** A 401 that asks for a bearer token, as every token check answers. */
+export function unauthorized (message: string, cause?: unknown): GatewayError {
+  return new GatewayError('unauthorized', message, { headers: { 'www-authenticate': 'Bearer' }, cause })
+}

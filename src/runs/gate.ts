@@ -1,5 +1,5 @@
 import { createRemoteJWKSet, decodeProtectedHeader, errors, jwtVerify, type JWTVerifyGetKey } from 'jose'
-import { GatewayError, type Headers } from '../http/index.js'
+import { unauthorized, type Headers } from '../http/index.js'
 
 export const TENANT_HEADER = 'x-svc-tenant-client-id'
 const LEEWAY_S = 30
@@ -10,8 +10,6 @@ export interface GateSettings {
   jwksUrl?: string | undefined
   audience?: string | undefined
 }
-
-const unauthorized = (detail: string): GatewayError => new GatewayError('unauthorized', detail, { headers: { 'www-authenticate': 'Bearer' } })
 
 /**
  * The harness's own check, whatever the front door did: RS256 against the
