@@ -5,7 +5,8 @@ import { unauthorized } from '../http/index.js'
 export interface CallerSettings {
   /** RS256 keys for user tokens: a remote set, or this service's own keys. */
   rs256: JWTVerifyGetKey
-  hs256Secret?: string | undefined
+  /** The HS256 shared secret, as bytes (encoded once, not per request). */
+  hs256Secret?: Uint8Array | undefined
 }
 
 export interface Caller {
@@ -36,7 +37,7 @@ export async function verifyCaller (authorization: string | undefined, settings:
       return { claims: payload, alg, token }
     }
     if (alg === 'HS256' && settings.hs256Secret) {
-      const { payload } = await jwtVerify(token, new TextEncoder().encode(settings.hs256Secret), { algorithms: ['HS256'], clockTolerance: 30, requiredClaims: ['exp'] })
+      const { payload } = await jwtVerify(token, settings.hs256Secret, { algorithms: ['HS256'], clockTolerance: 30, requiredClaims: ['exp'] })
       return { claims: payload, alg, token }
     }
   } catch (err) {

@@ -3,7 +3,7 @@ import { readJsonFile } from '../config/index.js'
 export interface Org {
   tenant: string
   /** Token `sub` or `client_id` values that belong to the org. */
-  members: readonly string[]
+  members: ReadonlySet<string>
 }
 
 const schema = {
@@ -19,5 +19,6 @@ const schema = {
 /** ORGS_FILE: `{ "<slug>": { "tenant": "...", "members": ["<sub or client_id>", ...] } }`, read once at start. */
 export function loadOrgs (file: string | undefined): ReadonlyMap<string, Org> {
   if (!file) return new Map()
-  return new Map(Object.entries(readJsonFile<Record<string, Org>>('ORGS_FILE', file, schema)))
+  const orgs = readJsonFile<Record<string, { tenant: string, members: string[] }>>('ORGS_FILE', file, schema)
+  return new Map(Object.entries(orgs).map(([slug, org]) => [slug, { tenant: org.tenant, members: new Set(org.members) }]))
 }

@@ -22,7 +22,7 @@ export class FrontDoor {
     this.orgs = loadOrgs(config.orgsFile)
     this.caller = {
       rs256: config.frontdoorJwksUrl ? remoteKeys(config.frontdoorJwksUrl) : keys.getKey,
-      hs256Secret: config.frontdoorHs256Secret
+      hs256Secret: config.frontdoorHs256Secret ? new TextEncoder().encode(config.frontdoorHs256Secret) : undefined
     }
   }
 
@@ -37,8 +37,8 @@ export class FrontDoor {
   private async forward (ctx: RequestContext): Promise<undefined> {
     const caller = await verifyCaller(ctx.headers['authorization'], this.caller)
     const org = this.orgs.get(ctx.params['slug']!)
-    const identities = [caller.claims.sub, caller.claims['client_id']].filter((v): v is string => typeof v === 'string')
-    if (!org || !identities.some(id => org.members.includes(id))) throw new GatewayError('not_a_member', 'not_a_member:org')
+    const member = (id: unknown): boolean => typeof id === 'string' && org!.members.has(id)
+    if (!org || !(member(caller.claims.sub) || member(caller.claims['client_id']))) throw new GatewayError('not_a_member', 'not_a_member:org')
     const token = caller.alg === 'RS256'
       ? caller.token
       : await exchangeToken(caller, this.keys.current, this.config.authIssuer, this.config.idpRs256Audience ?? 'harness')
