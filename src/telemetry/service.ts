@@ -5,7 +5,8 @@ import { GatewayError, type Reply, type RequestContext, type Route } from '../ht
 import { recordErrors, toMessage, type AssetTrackingData } from './record.js'
 
 export const TELEMETRY_SCOPE = 'asset:track:write'
-const SUCCESS: Reply = { status: 200, body: { status: 'success', message: 'message sent successfully' } }
+/** Serialised once: every accepted record gets these same bytes. */
+const SUCCESS: Reply = { status: 200, body: Buffer.from(JSON.stringify({ status: 'success', message: 'message sent successfully' })), headers: { 'content-type': 'application/json' } }
 
 /** `POST /v1/asset/track`: authenticate, validate, batch onto the bus, answer on acknowledgment. */
 export class TelemetryService {
