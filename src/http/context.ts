@@ -12,7 +12,8 @@ export interface Reply {
   headers?: Record<string, string>
 }
 
-const REQUEST_ID = /^[\x21-\x7e]{1,200}$/
+/** An `X-Request-Id` the service accepts (and echoes); others are replaced by a generated one. */
+export const REQUEST_ID = /^[\x21-\x7e]{1,200}$/
 
 /** Status logged for a request whose client went away before the answer. */
 export const CLIENT_CLOSED = 499

@@ -1,5 +1,5 @@
 import type { BusMessage } from '../bus/index.js'
-import { compileSchema, errorMap } from '../http/index.js'
+import { compileSchema, errorMap, REQUEST_ID } from '../http/index.js'
 import { assetTrackingSchema } from './schema.js'
 
 export interface AssetTrackingData {
@@ -10,7 +10,6 @@ export interface AssetTrackingData {
 
 export const validateRecord = compileSchema<AssetTrackingData>(assetTrackingSchema)
 
-const REQUEST_ID = /^[\x21-\x7e]{1,200}$/
 const EPOCH_SECONDS = /^\d{1,12}$/
 const JSON_TYPE = /^application\/json\s*(;|$)/i
 
