@@ -1,6 +1,6 @@
 import type { Database } from 'lmdb'
 import type { Logger } from 'pino'
-import { readJsonFile } from '../config/index.js'
+import { ConfigError, readJsonFile } from '../config/index.js'
 import type { StateStore } from '../storage/index.js'
 import { hashSecret, isSecretHash, verifySecret } from './secrets.js'
 
@@ -51,7 +51,7 @@ export class ClientRegistry {
     if (!file) return
     for (const e of readJsonFile<FileEntry[]>('AUTH_CLIENTS_FILE', file, fileSchema)) {
       let hash = e.client_secret_hash
-      if (hash !== undefined && !isSecretHash(hash)) throw new Error(`AUTH_CLIENTS_FILE ${file}: client ${e.client_id} has a malformed client_secret_hash`)
+      if (hash !== undefined && !isSecretHash(hash)) throw new ConfigError(`AUTH_CLIENTS_FILE ${file}: client ${e.client_id} has a malformed client_secret_hash`)
       if (hash === undefined) {
         log.warn({ client_id: e.client_id }, 'AUTH_CLIENTS_FILE holds a plain client_secret; use client_secret_hash outside development')
         hash = await hashSecret(e.client_secret!)
