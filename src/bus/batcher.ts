@@ -11,7 +11,6 @@ export interface BatcherOptions {
   /** From a record's arrival to its answer; past it the record fails (500). */
   timeoutMs: number
   publish: (messages: BusMessage[]) => Promise<void>
-  now?: () => number
 }
 
 interface Entry {
@@ -34,11 +33,8 @@ export class MicroBatcher {
   private lingerTimer: NodeJS.Timeout | undefined
   private deadlineTimer: NodeJS.Timeout | undefined
   private deadlineAt = Infinity
-  private readonly now: () => number
 
-  constructor (private readonly options: BatcherOptions) {
-    this.now = options.now ?? Date.now
-  }
+  constructor (private readonly options: BatcherOptions) {}
 
   get pending (): number {
     return this.queue.length + (this.inFlight?.length ?? 0)
@@ -52,7 +48,7 @@ export class MicroBatcher {
       }))
     }
     return new Promise((resolve, reject) => {
-      const entry: Entry = { message, deadline: this.now() + this.options.timeoutMs, settled: false, resolve, reject }
+      const entry: Entry = { message, deadline: Date.now() + this.options.timeoutMs, settled: false, resolve, reject }
       this.queue.push(entry)
       this.armDeadline(entry.deadline)
       if (this.inFlight) return
@@ -99,7 +95,7 @@ export class MicroBatcher {
     if (deadline >= this.deadlineAt) return
     clearTimeout(this.deadlineTimer)
     this.deadlineAt = deadline
-    this.deadlineTimer = setTimeout(() => this.expire(), Math.max(0, deadline - this.now()))
+    this.deadlineTimer = setTimeout(() => this.expire(), Math.max(0, deadline - Date.now()))
   }
 
   private disarmDeadline (): void {
@@ -110,7 +106,7 @@ export class MicroBatcher {
   /** Fails every record past its deadline, in flight or queued; the oldest come first. */
   private expire (): void {
     this.deadlineAt = Infinity
-    const now = this.now()
+    const now = Date.now()
     const timeout = publishFailed(`no acknowledgment within ${this.options.timeoutMs} ms`)
     for (const e of this.inFlight ?? []) {
       if (!e.settled && e.deadline <= now) { e.settled = true; e.reject(timeout) }

@@ -18,8 +18,8 @@ const KEY_RETRY_MAX_MS = 10_000
 
 /** The run harness on HARNESS_PORT: the gate, the run manager, SSE, recovery and retention. */
 export class HarnessService {
-  readonly manager: RunManager
-  readonly hub = new RunHub()
+  private readonly manager: RunManager
+  private readonly hub = new RunHub()
   private readonly store: RunStore
   private readonly gate: HarnessGate
   private readonly publisher: MicroBatcher

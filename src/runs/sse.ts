@@ -13,7 +13,7 @@ export class SseStream {
   private buffered = 0
   private lastId = 0
   private heartbeat: NodeJS.Timeout | undefined
-  closed = false
+  private closed = false
 
   constructor (private readonly ctx: RequestContext, private readonly maxBuffered: number, heartbeatMs: number, private readonly onClose: () => void) {
     ctx.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive', 'x-accel-buffering': 'no' })

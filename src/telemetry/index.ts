@@ -1,4 +1,4 @@
 export { TelemetryService, TELEMETRY_SCOPE } from './service.js'
-export { validateRecord, recordErrors, headerErrors, toMessage, TELEMETRY_SCHEMA_HEADER, type AssetTrackingData } from './record.js'
-export { assetTrackingSchema, METRIC_KEY_PATTERN, METRICS_SCHEMA, MAX_EVENTS } from './schema.js'
+export { recordErrors, toMessage, type AssetTrackingData } from './record.js'
+export { assetTrackingSchema } from './schema.js'
 export { telemetryOpenApi } from './openapi.js'

@@ -10,7 +10,7 @@ const SUCCESS: Reply = { status: 200, body: Buffer.from(JSON.stringify({ status:
 
 /** `POST /v1/asset/track`: authenticate, validate, batch onto the bus, answer on acknowledgment. */
 export class TelemetryService {
-  readonly batcher: MicroBatcher
+  private readonly batcher: MicroBatcher
 
   constructor (private readonly config: Config, bus: Bus, private readonly verifier: TokenVerifier) {
     this.batcher = new MicroBatcher({
