@@ -176,11 +176,15 @@ export class RunManager {
     run.chain = Promise.all([run.chain, stored]).then(() => {
       this.hub.publish(record.run_id, event)
       this.publish({ key: record.run_id, value: busValue(record.run_id, record.tenant_id, event), headers: { 'client-id': record.tenant_id, schema: 'run-event@1' } })
-      if (isTerminal(record.status)) {
-        run.actor.stop()
-        this.active.delete(record.run_id)
-        run.end(record)
-      }
-    }).catch(err => { this.log.error({ err, runId: record.run_id }, 'could not store a run event') })
+    }, err => {
+      this.log.error({ err, runId: record.run_id }, 'could not store a run event; it is neither streamed nor published')
+    }).then(() => {
+      // Even when its last event could not be stored, the run is over: left
+      // active, its waiters and shutdown's drain would wait forever.
+      if (!isTerminal(record.status)) return
+      run.actor.stop()
+      this.active.delete(record.run_id)
+      run.end(record)
+    })
   }
 }

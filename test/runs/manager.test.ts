@@ -61,3 +61,18 @@ t.test('recovery after steps: a run left in flight ends failed (interrupted) wit
   t.match(JSON.parse(events.at(-1)!.data), { status: 'failed', last_event_id: 8 }, 'the terminal event carries the record')
   t.equal(await manager.recover(), 0, 'nothing is left in flight')
 })
+
+t.test('a run whose last event cannot be stored still ends, so waiters and shutdown do not hang', async t => {
+  const { store, hub, published, manager } = setup(t)
+  const append = store.append.bind(store)
+  store.append = (runId, event) => event.event === 'run.succeeded' ? Promise.reject(new Error('disk full')) : append(runId, event)
+  const run = await manager.start({ tenant: 'acme', mode: 'echo', message: 'm', options: {} })
+  const streamed: string[] = []
+  hub.subscribe(run.run_id, e => { streamed.push(e.event) })
+  const ended = await manager.waitForEnd(run.run_id, 5_000)
+  t.equal(ended?.status, 'succeeded', 'ended, not left waiting for the timeout')
+  t.equal(manager.inFlight, 0)
+  t.notOk(streamed.includes('run.succeeded'), 'the unstored event is not streamed')
+  t.notOk(published.some(m => JSON.parse(m.value as string).event === 'run.succeeded'), 'nor published')
+  await manager.drain()
+})
