@@ -1,9 +1,16 @@
 import { randomBytes, scrypt as scryptCb, timingSafeEqual, type ScryptOptions } from 'node:crypto'
 
-const scrypt = (secret: string, salt: Buffer, keylen: number, options: ScryptOptions): Promise<Buffer> =>
-  new Promise((resolve, reject) => scryptCb(secret, salt, keylen, options, (err, key) => err ? reject(err) : resolve(key)))
+// Working memory 128·r·(N + p + 2) bytes; node's default cap (32 MiB) is just below what N = 2^15 needs.
+const scrypt = (secret: string, salt: Buffer, keylen: number, options: { N: number, r: number, p: number }): Promise<Buffer> =>
+  new Promise((resolve, reject) => scryptCb(secret, salt, keylen, { ...options, maxmem: 128 * options.r * (options.N + options.p + 2) + 65536 } satisfies ScryptOptions,
+    (err, key) => err ? reject(err) : resolve(key)))
 
-const N = 16384
+// 2^15 rather than the common 2^14: its 32 MiB of working memory is above
+// glibc's cap on the size malloc serves from its heaps, so every hash maps
+// its memory and returns it. 16 MiB is below: the first hash's release made
+// malloc serve such sizes from its per-thread heaps, and every thread-pool
+// thread that hashed afterwards (start-up, logins) kept 16 MiB for good.
+const N = 32768
 const R = 8
 const P = 1
 const KEYLEN = 32

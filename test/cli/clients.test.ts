@@ -47,7 +47,7 @@ t.test('clients hash prints a hash AUTH_CLIENTS_FILE accepts', async t => {
   const hashed = await runGateway(['clients', 'hash'], {}, 'my-secret\n')
   t.equal(hashed.code, 0)
   const hash = hashed.stdout.trim()
-  t.match(hash, /^scrypt\$16384\$8\$1\$[\w-]+\$[\w-]+$/)
+  t.match(hash, /^scrypt\$32768\$8\$1\$[\w-]+\$[\w-]+$/)
   const { url } = await startTestGateway(t, {}, [{ client_id: 'h1', client_secret_hash: hash, audiences: ['evidence-gateway'], scopes: ['stream:write'] }])
   t.equal(await loginStatus(url, 'h1', 'my-secret'), 200)
   t.equal(await loginStatus(url, 'h1', 'other'), 401)
