@@ -4,5 +4,4 @@ export { publishedMessage, objectKey, MEDIA_TYPES, EVIDENCE_SCHEMA_HEADER } from
 export { IdempotencyStore, STALE_IN_PROGRESS_MS } from './idempotency.js'
 export { Outbox } from './outbox.js'
 export { HashPool } from './hasher.js'
-export { multipartParts } from './multipart.js'
 export { evidenceOpenApi } from './openapi.js'

@@ -1,15 +1,14 @@
-import type { Readable } from 'node:stream'
 import type { Logger } from 'pino'
 import { Gauge, type Registry } from 'prom-client'
 import type { TokenVerifier } from '../auth/index.js'
 import type { Bus } from '../bus/index.js'
 import type { Config } from '../config/index.js'
 import { GatewayError, type Reply, type RequestContext, type Route } from '../http/index.js'
-import type { ObjectStore, StateStore } from '../storage/index.js'
+import type { ByteSource, ObjectStore, StateStore } from '../storage/index.js'
 import { eventTypeAllowlist, parseEnvelope, type EventEnvelope } from './envelope.js'
 import { HashPool } from './hasher.js'
 import { IdempotencyStore, type Acknowledgment } from './idempotency.js'
-import { multipartParts, readSmallPart } from './multipart.js'
+import { MultipartReader, multipartBoundary, readSmallPart } from './multipart.js'
 import { Outbox } from './outbox.js'
 import { MEDIA_TYPES, objectKey, publishedMessage, type StoredMedia } from './published.js'
 import { UploadSession } from './upload.js'
@@ -83,18 +82,17 @@ export class EvidenceService {
     const receivedAt = new Date()
     const body = ctx.stream!
     const abort = new AbortController()
-    const onBodyError = (err: Error): void => abort.abort(err)
-    body.on('error', onBodyError)
     ctx.onAbort(() => abort.abort(new Error('client disconnected')))
     const session = new UploadSession(this.store, this.hashes, abort.signal, this.log)
     const media: StoredMedia[] = []
     let envelope: EventEnvelope | undefined
     let claimKey: string | undefined
     try {
-      for await (const part of multipartParts(body, ctx.headers['content-type'] ?? '', this.config.evidenceMaxMedia + 1)) {
+      const parts = new MultipartReader(body, multipartBoundary(ctx.headers['content-type'] ?? ''), this.config.evidenceMaxMedia + 1)
+      for (let part = await parts.nextPart(); part !== null; part = await parts.nextPart()) {
         if (!envelope) {
           if (part.name !== 'envelope') throw invalid('envelope', 'must be the first part')
-          envelope = parseEnvelope(await readSmallPart(part.stream, ENVELOPE_MAX_BYTES, 'envelope'), this.allowlist)
+          envelope = parseEnvelope(await readSmallPart(parts, ENVELOPE_MAX_BYTES, 'envelope'), this.allowlist)
           const key = IdempotencyStore.key(tenant, envelope.event_id)
           const claim = await this.idempotency.claim(key)
           if (claim.kind === 'replay') return { status: 202, body: claim.ack, headers: { 'idempotent-replay': 'true' } }
@@ -106,7 +104,7 @@ export class EvidenceService {
         }
         if (part.name === 'envelope') throw invalid(`parts[${part.index}]`, 'a second envelope part')
         if (part.name !== 'media') throw invalid(`parts[${part.index}]`, `unknown part name ${JSON.stringify(part.name)}`)
-        media.push(await this.storeMedia(session, part.stream, part.contentType, media.length, envelope, tenant, receivedAt))
+        media.push(await this.storeMedia(session, parts, part.contentType, media.length, envelope, tenant, receivedAt))
       }
       if (!envelope) throw invalid('envelope', 'is required')
       const hints = envelope.media?.length ?? 0
@@ -128,7 +126,6 @@ export class EvidenceService {
       // A failed body (size limit) is the real cause of whatever failed after it.
       throw body.errored ?? err
     } finally {
-      body.off('error', onBodyError)
       if (claimKey !== undefined) {
         await session.discard()
         await this.idempotency.release(claimKey)
@@ -136,7 +133,7 @@ export class EvidenceService {
     }
   }
 
-  private async storeMedia (session: UploadSession, stream: Readable, contentType: string, index: number, envelope: EventEnvelope, tenant: string, receivedAt: Date): Promise<StoredMedia> {
+  private async storeMedia (session: UploadSession, stream: ByteSource, contentType: string, index: number, envelope: EventEnvelope, tenant: string, receivedAt: Date): Promise<StoredMedia> {
     if (index >= this.config.evidenceMaxMedia) throw invalid('media', `at most ${this.config.evidenceMaxMedia} media parts`)
     if (MEDIA_TYPES[contentType] === undefined) throw invalid(`media[${index}]`, 'must be video/mp4 or video/h264')
     const key = objectKey(tenant, envelope.event_id, index, contentType, receivedAt)

@@ -1,6 +1,5 @@
-import type { Readable } from 'node:stream'
 import type { Logger } from 'pino'
-import type { ObjectStore, StoredObject } from '../storage/index.js'
+import type { ByteSource, ObjectStore, StoredObject } from '../storage/index.js'
 import type { HashPool } from './hasher.js'
 
 /**
@@ -14,7 +13,7 @@ export class UploadSession {
 
   constructor (private readonly store: ObjectStore, private readonly hashes: HashPool, private readonly signal: AbortSignal, private readonly log: Logger) {}
 
-  async put (key: string, part: Readable, contentType: string): Promise<StoredObject & { sha256: string }> {
+  async put (key: string, part: ByteSource, contentType: string): Promise<StoredObject & { sha256: string }> {
     const hash = this.hashes.start()
     try {
       const object = await this.store.put(key, part, contentType, {

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import type { HttpResponse, HttpRequest } from 'uWebSockets.js'
-import { BodyAbortedError, type BodyStream } from './body.js'
+import { BodyAbortedError, type BodyReader } from './body.js'
 import { GatewayError } from './errors.js'
 import { statusLine } from './status.js'
 
@@ -35,7 +35,8 @@ export class RequestContext {
   quiet = false
   /** The whole body, for `body: 'json'` routes; parse it with json(). */
   rawBody: Buffer | undefined = undefined
-  stream: BodyStream | undefined = undefined
+  /** The body of `body: 'stream'` routes, read as it arrives. */
+  stream: BodyReader | undefined = undefined
   /** False while a request body is still arriving. */
   bodyComplete = true
   private parsed: { value: unknown } | undefined

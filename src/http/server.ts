@@ -1,7 +1,7 @@
 import type * as UWS from 'uWebSockets.js'
 import type { Logger } from 'pino'
 import { Counter, Histogram, type Registry } from 'prom-client'
-import { BodyStream, collectBody, payloadTooLarge } from './body.js'
+import { BodyReader, collectBody, payloadTooLarge } from './body.js'
 import { RequestContext, type Reply } from './context.js'
 import { GatewayError, toGatewayError } from './errors.js'
 import { errorBody, type ErrorDialect } from './error-bodies.js'
@@ -151,10 +151,7 @@ export class HttpServer {
     if (mode === 'json') this.readJson(ctx, entry)
     else {
       if (mode === 'stream') {
-        const stream = new BodyStream(res, () => ctx.live, this.options.streamHighWaterMark ?? 256 * 1024, entry.limit)
-        // The body can fail (limit, abort) before the handler reads it; consumers
-        // see the error when they read (stream.errored), never as an unhandled event.
-        stream.on('error', () => {})
+        const stream = new BodyReader(res, () => ctx.live, this.options.streamHighWaterMark ?? 256 * 1024, entry.limit)
         ctx.stream = stream
         res.onData((chunk, isLast) => {
           if (isLast) ctx.bodyComplete = true

@@ -2,8 +2,7 @@ import { randomBytes } from 'node:crypto'
 import { constants } from 'node:fs'
 import { access, mkdir, open, rename, rm, type FileHandle } from 'node:fs/promises'
 import { dirname, join, resolve } from 'node:path'
-import type { Readable } from 'node:stream'
-import type { ObjectStore, PutOptions, StoredObject } from './objects.js'
+import type { ByteSource, ObjectStore, PutOptions, StoredObject } from './objects.js'
 import type { SlabPool } from './slabs.js'
 import { writeObject, type ObjectWriter } from './write-object.js'
 
@@ -23,7 +22,7 @@ export class FsObjectStore implements ObjectStore {
     await access(this.root, constants.W_OK)
   }
 
-  async put (key: string, body: Readable, _contentType: string, options: PutOptions): Promise<StoredObject> {
+  async put (key: string, body: ByteSource, _contentType: string, options: PutOptions): Promise<StoredObject> {
     const path = join(this.root, key)
     await mkdir(dirname(path), { recursive: true })
     const stored = await writeObject(body, new FileWriter(path), this.slabs, { ...options, queueSize: this.queueSize })

@@ -1,8 +1,14 @@
-import type { Readable } from 'node:stream'
 import type { Config } from '../config/index.js'
 import { FsObjectStore } from './fs-store.js'
 import { S3ObjectStore } from './s3-store.js'
 import { SlabPool } from './slabs.js'
+
+/**
+ * An object's bytes in order. Each chunk is valid only until the next one is
+ * asked for: sources may reuse their memory (the request body does), so a
+ * consumer copies what it keeps.
+ */
+export type ByteSource = AsyncIterable<Uint8Array>
 
 export interface StoredObject {
   key: string
@@ -32,7 +38,7 @@ export interface ObjectStore {
    * pool. On any failure (the body errors, `signal` aborts, the backend
    * fails) nothing is left behind: no partial file, no open multipart upload.
    */
-  put(key: string, body: Readable, contentType: string, options: PutOptions): Promise<StoredObject>
+  put(key: string, body: ByteSource, contentType: string, options: PutOptions): Promise<StoredObject>
   delete(key: string): Promise<void>
 }
 

@@ -1,11 +1,10 @@
-import type { Readable } from 'node:stream'
 import {
   S3Client, HeadBucketCommand, CreateBucketCommand, DeleteObjectCommand, PutObjectCommand,
   CreateMultipartUploadCommand, UploadPartCommand, CompleteMultipartUploadCommand, AbortMultipartUploadCommand,
   type CompletedPart
 } from '@aws-sdk/client-s3'
 import type { Config } from '../config/index.js'
-import type { ObjectStore, PutOptions, StoredObject } from './objects.js'
+import type { ByteSource, ObjectStore, PutOptions, StoredObject } from './objects.js'
 import type { SlabPool } from './slabs.js'
 import { writeObject, type ObjectWriter } from './write-object.js'
 
@@ -53,7 +52,7 @@ export class S3ObjectStore implements ObjectStore {
     await this.client.send(new HeadBucketCommand({ Bucket: this.bucket }))
   }
 
-  async put (key: string, body: Readable, contentType: string, options: PutOptions): Promise<StoredObject> {
+  async put (key: string, body: ByteSource, contentType: string, options: PutOptions): Promise<StoredObject> {
     const writer = new MultipartWriter(this.client, this.bucket, key, contentType, options.signal)
     const stored = await writeObject(body, writer, this.slabs, { ...options, queueSize: this.config.s3QueueSize })
     return { key, ...stored }

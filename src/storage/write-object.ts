@@ -1,4 +1,4 @@
-import type { Readable } from 'node:stream'
+import type { ByteSource } from './objects.js'
 import type { SlabPool } from './slabs.js'
 
 /** Where an object's bytes go, part by part; what `ObjectStore.put` streams into. */
@@ -31,14 +31,18 @@ const noObserver = async (): Promise<void> => {}
  * writer and the observer at once. Reading waits whenever the pool is spent or
  * `queueSize` parts are outstanding, which is what pauses the client's socket.
  * Any failure (the body, a part, the observer, `signal`) stops the reading,
- * waits for the parts in flight to settle and aborts the writer.
+ * even a read still waiting for the client, waits for the parts in flight to
+ * settle and aborts the writer.
  */
-export async function writeObject (body: Readable, writer: ObjectWriter, slabs: SlabPool, options: WriteOptions): Promise<{ uri: string, etag: string, size: number }> {
+export async function writeObject (body: ByteSource, writer: ObjectWriter, slabs: SlabPool, options: WriteOptions): Promise<{ uri: string, etag: string, size: number }> {
   const observe = options.observe ?? noObserver
   const failed = new AbortController()
   const signal = AbortSignal.any([options.signal, failed.signal])
-  const stopReading = (): void => { body.destroy(signal.reason instanceof Error ? signal.reason : new Error('upload stopped')) }
-  signal.addEventListener('abort', stopReading, { once: true })
+  let stop: (reason: unknown) => void = () => {}
+  const stopped = new Promise<never>((_resolve, reject) => { stop = reject })
+  stopped.catch(() => undefined)
+  const onAbort = (): void => stop(signal.reason)
+  signal.addEventListener('abort', onAbort, { once: true })
   const pending = new Set<Promise<void>>()
   const ship = (full: Uint8Array): void => {
     const done: Promise<void> = Promise.all([observe(full), writer.part(full)])
@@ -48,12 +52,16 @@ export async function writeObject (body: Readable, writer: ObjectWriter, slabs: 
     pending.add(done)
   }
 
+  const chunks = body[Symbol.asyncIterator]()
   let slab: Uint8Array | undefined
   let filled = 0
   let size = 0
   try {
     slab = await slabs.acquire(signal)
-    for await (const chunk of body as AsyncIterable<Uint8Array>) {
+    while (true) {
+      const next = await Promise.race([chunks.next(), stopped])
+      if (next.done === true) break
+      const chunk = next.value
       size += chunk.length
       for (let offset = 0; offset < chunk.length;) {
         const n = Math.min(chunk.length - offset, slab.length - filled)
@@ -78,7 +86,7 @@ export async function writeObject (body: Readable, writer: ObjectWriter, slabs: 
     await writer.abort().catch((cleanup: Error) => options.onCleanupError?.(cleanup))
     throw err
   } finally {
-    signal.removeEventListener('abort', stopReading)
+    signal.removeEventListener('abort', onAbort)
     if (slab) slabs.release(slab)
   }
 }

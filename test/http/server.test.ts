@@ -1,5 +1,6 @@
 import t from 'tap'
 import { once } from 'node:events'
+import { createHash, randomBytes } from 'node:crypto'
 import type { Socket } from 'node:net'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { GatewayError, type RequestContext } from '../../src/http/index.js'
@@ -129,6 +130,33 @@ t.test('a streamed body pauses the socket while the consumer is slow and loses n
   socket.destroy()
 })
 
+t.test('a streamed body reuses a few buffers for all its chunks instead of allocating one per chunk', async t => {
+  const buffers = new Set<ArrayBufferLike>()
+  let chunks = 0
+  const hash = createHash('sha256')
+  const { url } = await serve(t, [{
+    method: 'POST',
+    path: '/upload',
+    body: 'stream',
+    bodyLimit: 64 * 1024 * 1024,
+    handler: async ctx => {
+      for await (const chunk of ctx.stream!) {
+        chunks++
+        buffers.add(chunk.buffer)
+        hash.update(chunk)
+        await sleep(0)
+      }
+      return { status: 200 }
+    }
+  }])
+  const body = randomBytes(16 * 1024 * 1024)
+  const res = await fetch(`${url}/upload`, { method: 'POST', body })
+  t.equal(res.status, 200)
+  t.equal(hash.digest('hex'), createHash('sha256').update(body).digest('hex'), 'every byte arrived, in order')
+  t.ok(chunks > 20, `the body came in many chunks (${chunks})`)
+  t.ok(buffers.size <= 8, `they were read from ${buffers.size} buffers`)
+})
+
 t.test('a streamed body past its limit fails with 413, by Content-Length or by count', async t => {
   const route = { method: 'POST' as const, path: '/s', body: 'stream' as const, bodyLimit: 1000, errors: 'evidence' as const, handler: async (ctx: RequestContext) => {
     let n = 0
@@ -183,7 +211,7 @@ t.test('close() also waits for a handler still cleaning up after its client left
     body: 'stream',
     handler: (ctx: RequestContext) => new Promise(resolve => {
       ctx.onAbort(() => { finishCleanup = () => { cleanedUp = true; resolve(undefined) } })
-      ctx.stream!.resume()
+      ;(async () => { for await (const _ of ctx.stream!); })().catch(() => {})
     })
   }])
   const socket = await rawConnect(port)

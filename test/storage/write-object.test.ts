@@ -91,11 +91,10 @@ t.test('a failing part stops the reading, aborts the writer and frees the slabs'
   await t.rejects(writeObject(body, rec.writer, pool, { signal: live(), queueSize: 2 }), { message: 'part 2 failed' })
   t.ok(rec.aborted, 'the writer was aborted')
   t.ok(rec.parts.length < 10, `reading stopped early (${rec.parts.length} parts)`)
-  t.ok(body.destroyed, 'the body was let go')
   t.equal(pool.inUse, 0)
 })
 
-t.test('a body error or an aborted signal rejects with its reason and aborts the writer', async t => {
+t.test('a body error, or an aborted signal while a read waits for the client, rejects with its reason and aborts the writer', async t => {
   const pool = new SlabPool(100, 2)
   const broken = recorder()
   const body = new Readable({ read () {} })
@@ -112,7 +111,6 @@ t.test('a body error or an aborted signal rejects with its reason and aborts the
   setImmediate(() => ac.abort(new Error('client disconnected')))
   await t.rejects(done, { message: 'client disconnected' })
   t.ok(left.aborted)
-  t.ok(waiting.destroyed)
   t.equal(pool.inUse, 0)
 })
 
