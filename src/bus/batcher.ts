@@ -18,8 +18,10 @@ interface Entry {
   deadline: number
   settled: boolean
   resolve: () => void
-  reject: (err: GatewayError) => void
+  reject: (err: GatewayError, message: BusMessage) => void
 }
+
+const NOTHING = (): void => {}
 
 /**
  * Groups records into batches and answers each record when its batch is
@@ -41,19 +43,33 @@ export class MicroBatcher {
   }
 
   add (message: BusMessage): Promise<void> {
-    if (this.pending >= this.options.maxPending) {
-      return Promise.reject(new GatewayError('overloaded', 'Too many records pending; retry later', {
-        headers: { 'retry-after': '1' },
-        details: { detail: `${this.pending} records awaiting acknowledgment` }
-      }))
-    }
-    return new Promise((resolve, reject) => {
-      const entry: Entry = { message, deadline: Date.now() + this.options.timeoutMs, settled: false, resolve, reject }
-      this.queue.push(entry)
-      this.armDeadline(entry.deadline)
-      if (this.inFlight) return
-      if (this.queue.length >= this.options.maxBatch) this.flush()
-      else this.lingerTimer ??= setTimeout(() => this.flush(), this.options.lingerMs)
+    if (this.pending >= this.options.maxPending) return Promise.reject(this.overloaded())
+    return new Promise((resolve, reject) => { this.enqueue(message, resolve, reject) })
+  }
+
+  /**
+   * `add` for a sender that does not wait for the acknowledgment: no promise
+   * per record, and `failed` is called (at most once) when the record is refused,
+   * fails or times out.
+   */
+  push (message: BusMessage, failed: (err: GatewayError, message: BusMessage) => void): void {
+    if (this.pending >= this.options.maxPending) failed(this.overloaded(), message)
+    else this.enqueue(message, NOTHING, failed)
+  }
+
+  private enqueue (message: BusMessage, resolve: Entry['resolve'], reject: Entry['reject']): void {
+    const entry: Entry = { message, deadline: Date.now() + this.options.timeoutMs, settled: false, resolve, reject }
+    this.queue.push(entry)
+    this.armDeadline(entry.deadline)
+    if (this.inFlight) return
+    if (this.queue.length >= this.options.maxBatch) this.flush()
+    else this.lingerTimer ??= setTimeout(() => this.flush(), this.options.lingerMs)
+  }
+
+  private overloaded (): GatewayError {
+    return new GatewayError('overloaded', 'Too many records pending; retry later', {
+      headers: { 'retry-after': '1' },
+      details: { detail: `${this.pending} records awaiting acknowledgment` }
     })
   }
 
@@ -82,7 +98,7 @@ export class MicroBatcher {
     for (const e of batch) {
       if (e.settled) continue
       e.settled = true
-      if (err) e.reject(err)
+      if (err) e.reject(err, e.message)
       else e.resolve()
     }
     this.inFlight = undefined
@@ -109,13 +125,13 @@ export class MicroBatcher {
     const now = Date.now()
     const timeout = publishFailed(`no acknowledgment within ${this.options.timeoutMs} ms`)
     for (const e of this.inFlight ?? []) {
-      if (!e.settled && e.deadline <= now) { e.settled = true; e.reject(timeout) }
+      if (!e.settled && e.deadline <= now) { e.settled = true; e.reject(timeout, e.message) }
     }
     let expired = 0
     while (expired < this.queue.length && this.queue[expired]!.deadline <= now) {
       const e = this.queue[expired++]!
       e.settled = true
-      e.reject(timeout)
+      e.reject(timeout, e.message)
     }
     if (expired > 0) this.queue = this.queue.slice(expired)
     const next = Math.min(this.inFlight?.find(e => !e.settled)?.deadline ?? Infinity, this.queue[0]?.deadline ?? Infinity)

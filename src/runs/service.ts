@@ -1,5 +1,5 @@
 import type { Logger } from 'pino'
-import { MicroBatcher, type Bus } from '../bus/index.js'
+import { MicroBatcher, type Bus, type BusMessage } from '../bus/index.js'
 import type { Config } from '../config/index.js'
 import { GatewayError, type Reply, type RequestContext, type Route } from '../http/index.js'
 import type { StateStore } from '../storage/index.js'
@@ -32,9 +32,8 @@ export class HarnessService {
     this.keysLoaded = !config.svcHarnessAuthEnabled
     this.publisher = new MicroBatcher({ maxBatch: 500, lingerMs: 5, maxPending: 100_000, timeoutMs: 30_000, publish: messages => bus.publish(config.topicRuns, messages) })
     const modes = builtInModes({ url: config.harnessLlmUrl, model: config.harnessLlmModel, apiKey: config.harnessLlmApiKey })
-    const publish = (message: Parameters<MicroBatcher['add']>[0]): void => {
-      this.publisher.add(message).catch(err => log.warn({ err: (err as Error).message, runId: message.key }, 'run event not published to the bus'))
-    }
+    const unpublished = (err: Error, message: BusMessage): void => { log.warn({ err: err.message, runId: message.key }, 'run event not published to the bus') }
+    const publish = (message: BusMessage): void => { this.publisher.push(message, unpublished) }
     this.manager = new RunManager(this.store, this.hub, modes, publish, log.child({ component: 'runs' }))
   }
 

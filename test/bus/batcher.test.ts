@@ -1,6 +1,7 @@
 import t from 'tap'
 import { MicroBatcher, type BatcherOptions } from '../../src/bus/index.js'
 import type { BusMessage } from '../../src/bus/index.js'
+import type { GatewayError } from '../../src/http/index.js'
 
 const msg = (i: number): BusMessage => ({ key: `k${i % 3}`, value: String(i), headers: {} })
 
@@ -66,4 +67,28 @@ t.test('an acknowledgment after the timeout does not answer twice', async t => {
   release()
   await b.drain()
   t.equal(b.pending, 0)
+})
+
+t.test('push: no promise; failed gets each refused, failed or timed-out record once, with the record', async t => {
+  const failures: Array<[string, string]> = []
+  const failed = (err: GatewayError, m: BusMessage): void => { failures.push([err.code, m.value as string]) }
+  let fail = false
+  const b = batcher({ maxPending: 3, publish: async () => { if (fail) throw new Error('broker unreachable') } })
+  b.push(msg(0), failed)
+  await b.drain()
+  t.same(failures, [], 'an acknowledged record calls nothing')
+  fail = true
+  b.push(msg(1), failed)
+  b.push(msg(2), failed)
+  b.push(msg(3), failed)
+  b.push(msg(4), failed)
+  t.same(failures, [['overloaded', '4']], 'refused at once when full')
+  await b.drain()
+  t.same(failures.slice(1), [['publish_failed', '1'], ['publish_failed', '2'], ['publish_failed', '3']])
+
+  const stuck = batcher({ timeoutMs: 20, publish: () => new Promise(() => {}) })
+  const timedOut: string[] = []
+  stuck.push(msg(5), (err, m) => { timedOut.push(`${err.code} ${m.value as string}`) })
+  await new Promise(resolve => setTimeout(resolve, 60))
+  t.same(timedOut, ['publish_failed 5'])
 })
