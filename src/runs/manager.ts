@@ -25,9 +25,14 @@ interface ActiveRun {
   actor: Actor<typeof runMachine>
   /** Stores, then streams, then publishes each event in order. */
   chain: Promise<void>
+  /** Events of `chain` not yet streamed and published. */
+  pending: number
   abort: AbortController
-  ended: Promise<RunRecord>
-  end: (record: RunRecord) => void
+  /** The bus headers of every event of the run. */
+  headers: Record<string, string>
+  /** Made when someone first waits for the end (most runs are never waited for). */
+  ended?: Promise<RunRecord>
+  end?: (record: RunRecord) => void
 }
 
 export interface StartRun {
@@ -79,10 +84,9 @@ export class RunManager {
       error: null,
       last_event_id: 1
     }
-    let end: (r: RunRecord) => void = () => {}
-    const ended = new Promise<RunRecord>(resolve => { end = resolve })
     const actor = createActor(runMachine, { snapshot: INITIAL }).start()
-    const run: ActiveRun = { record, actor, chain: Promise.resolve(), abort: new AbortController(), ended, end }
+    const headers = { 'client-id': record.tenant_id, schema: 'run-event@1' }
+    const run: ActiveRun = { record, actor, chain: Promise.resolve(), pending: 0, abort: new AbortController(), headers }
     this.active.set(record.run_id, run)
     this.record(run, record, 'run.queued', record)
     await run.chain
@@ -97,7 +101,7 @@ export class RunManager {
     let timer: NodeJS.Timeout | undefined
     const timeout = new Promise<RunRecord>(resolve => { timer = setTimeout(() => resolve(run.record), timeoutMs) })
     try {
-      return await Promise.race([run.ended, timeout])
+      return await Promise.race([ended(run), timeout])
     } finally {
       clearTimeout(timer)
     }
@@ -137,7 +141,7 @@ export class RunManager {
       this.transition(run, { type: 'FAIL' }, { error: INTERRUPTED, ended_at: new Date().toISOString() })
       run.abort.abort()
     }
-    await Promise.all(runs.map(r => r.ended))
+    await Promise.all(runs.map(ended))
   }
 
   private async execute (run: ActiveRun, input: StartRun): Promise<void> {
@@ -182,20 +186,35 @@ export class RunManager {
     const event = encodeEvent(record.last_event_id, name, data)
     run.record = record
     const stored = this.store.append(record.run_id, event)
-    run.chain = Promise.all([run.chain, stored]).then(() => {
+    // Usually every earlier event has been streamed already (a mode's emit
+    // waits for its step), and then this one need only wait for its commit.
+    const ready = run.pending === 0 ? stored : Promise.all([run.chain, stored])
+    run.pending++
+    run.chain = ready.then(() => {
       this.hub.publish(record.run_id, event)
-      this.publish({ key: record.run_id, value: busValue(record.run_id, record.tenant_id, event), headers: { 'client-id': record.tenant_id, schema: 'run-event@1' } })
+      this.publish({ key: record.run_id, value: busValue(record.run_id, record.tenant_id, event), headers: run.headers })
+      this.settle(run, record)
     }, err => {
       this.log.error({ err, runId: record.run_id }, 'could not store a run event; it is neither streamed nor published')
-    }).then(() => {
       // Even when its last event could not be stored, the run is over: left
       // active, its waiters and shutdown's drain would wait forever.
-      if (!isTerminal(record.status)) return
-      run.actor.stop()
-      this.active.delete(record.run_id)
-      run.end(record)
+      this.settle(run, record)
     })
   }
+
+  private settle (run: ActiveRun, record: RunRecord): void {
+    run.pending--
+    if (!isTerminal(record.status)) return
+    run.actor.stop()
+    this.active.delete(record.run_id)
+    run.end?.(record)
+  }
+}
+
+/** Resolves with the run's terminal record once its last event is stored and streamed (or could not be stored). */
+function ended (run: ActiveRun): Promise<RunRecord> {
+  run.ended ??= new Promise(resolve => { run.end = resolve })
+  return run.ended
 }
 
 function deepFreeze<T> (value: T): T {
