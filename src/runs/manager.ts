@@ -11,15 +11,6 @@ import { isTerminal, type RunEventName, type RunRecord, type RunStatus } from '.
 
 const INTERRUPTED = { code: 'interrupted', message: 'the process stopped while the run was in flight' }
 
-/**
- * Every run starts in the same state, so the machine's initial snapshot is
- * worked out once and each run's actor is started from it: restoring a
- * snapshot skips the initial microstep, about a third of creating an actor.
- * Frozen because all actors share it (the machine has no context or history
- * to write into it).
- */
-const INITIAL = deepFreeze(createActor(runMachine).getPersistedSnapshot())
-
 interface ActiveRun {
   record: RunRecord
   actor: Actor<typeof runMachine>
@@ -84,7 +75,7 @@ export class RunManager {
       error: null,
       last_event_id: 1
     }
-    const actor = createActor(runMachine, { snapshot: INITIAL }).start()
+    const actor = createActor(runMachine).start()
     const headers = { 'client-id': record.tenant_id, schema: 'run-event@1' }
     const run: ActiveRun = { record, actor, chain: Promise.resolve(), pending: 0, abort: new AbortController(), headers }
     this.active.set(record.run_id, run)
@@ -215,12 +206,4 @@ export class RunManager {
 function ended (run: ActiveRun): Promise<RunRecord> {
   run.ended ??= new Promise(resolve => { run.end = resolve })
   return run.ended
-}
-
-function deepFreeze<T> (value: T): T {
-  if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
-    Object.freeze(value)
-    for (const v of Object.values(value)) deepFreeze(v)
-  }
-  return value
 }
