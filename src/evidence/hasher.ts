@@ -21,7 +21,10 @@ export class HashPool {
       // such parts could starve the uploads whose tasks run: so the limit is
       // far above any realistic number of concurrent parts.
       concurrentTasksPerWorker: 4096,
-      idleTimeout: 30_000
+      idleTimeout: 30_000,
+      // A worker allocates a message per slab and nothing else; V8's default
+      // young generation (up to 32 MiB) would only grow into memory it never needs.
+      resourceLimits: { maxYoungGenerationSizeMb: 2 }
     })
   }
 

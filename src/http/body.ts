@@ -17,7 +17,7 @@ export class BodyAbortedError extends Error {
 /** The smallest chunk buffer; they come in powers of two so that buffers fit the chunks that follow. */
 const MIN_CHUNK_BYTES = 16 * 1024
 /** Idle chunk buffers a body keeps for reuse. */
-const SPARE_CHUNKS = 4
+const SPARE_CHUNKS = 2
 
 /**
  * A request body fed by uWS onData, read chunk by chunk: an async iterable
