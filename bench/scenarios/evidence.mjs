@@ -9,8 +9,10 @@
 //   gateway             node bin/gateway.js start, STORAGE=s3, BUS=local, fed by
 //                       bench/baselines/evidence-client.mjs (one process, one
 //                       connection per upload, body streamed from the file)
-//   gateway-small-parts the same with S3_PART_SIZE=5 MiB, S3_QUEUE_SIZE=2: run
-//                       when the default's 4-upload peak RSS is over target
+//   gateway-lean        the same with the memory profile of docs/evidence.md
+//                       (node --max-semi-space-size=2, a 3-slab pool), ratios
+//                       against the same direct rows: run when the default's
+//                       4-upload peak RSS is over target
 //                       (BENCH_EVIDENCE_VARIANT=auto), or always / never
 //
 // Figures per row: MB/s (media bytes / wall time from the first byte sent to
@@ -44,7 +46,9 @@ const MiB = 1024 * 1024
 const BODY_LIMIT = 268435456 // EVIDENCE_MAX_BYTES default: the whole request, envelope and boundaries included
 const CLIENT_SCRIPT = join(BENCH_DIR, 'baselines', 'evidence-client.mjs')
 const DIRECT_SCRIPT = join(BENCH_DIR, 'baselines', 'direct-lib-storage.mjs')
-const SMALL = { partSize: 5 * MiB, queueSize: 2 } // S3's smallest part size, 2 in flight
+// The memory profile for processes that take uploads (docs/evidence.md): a
+// 2 MiB young generation instead of V8's default 16 MiB, a pool of 3 slabs.
+const LEAN = { nodeArgs: ['--max-semi-space-size=2'], slabs: 3 }
 // prom-client's monitorEventLoopDelay resolution: the histogram holds the time
 // between its 10 ms timer ticks, so an idle loop reads ~10.1 ms.
 const LAG_RESOLUTION_S = 0.010
@@ -356,7 +360,7 @@ export default {
 
       /** One timed row through the gateway (already started, warmed up, token in hand). */
       const viaGateway = async (server, token, cfg, c, label, rep) => {
-        const row = { label, concurrency: c, partSize: cfg.partSize, queueSize: cfg.queueSize, problems: [], notes: [] }
+        const row = { label, concurrency: c, partSize: cfg.partSize, queueSize: cfg.queueSize, bufferBytes: cfg.bufferBytes, nodeArgs: cfg.nodeArgs, problems: [], notes: [] }
         log(`  ${label} ×${c}${k.repeat > 1 ? ` (run ${rep}/${k.repeat})` : ''}: ${c} upload(s) of ${k.bytes} bytes through the gateway`)
         row.rssAtStartBytes = memory(server.pid)?.rss
         const mem0 = ctx.sample(server.pid)
@@ -421,9 +425,10 @@ export default {
       /** Direct and gateway rows of one part/queue setting, concurrency by concurrency. */
       const runConfig = async (cfg, gwLabel) => {
         const out = [] // one entry per run; aggregated into rows at the end
-        const bucket = `bench-evidence-${stamp}-${cfg.partSize}-${cfg.queueSize}`
+        const bucket = `bench-evidence-${stamp}-${gwLabel}`
         const target = gateway({
           label: gwLabel,
+          nodeArgs: cfg.nodeArgs,
           env: {
             STORAGE: 's3',
             BUS: 'local',
@@ -433,6 +438,7 @@ export default {
             S3_REGION: awsEnv.AWS_REGION,
             S3_PART_SIZE: String(cfg.partSize),
             S3_QUEUE_SIZE: String(cfg.queueSize),
+            STORAGE_BUFFER_BYTES: String(cfg.bufferBytes),
             AUTH_CLIENTS_FILE: clientsFile,
             ...awsEnv,
             // Only silences the SDK's "Node 22 from 2027" warning in the gateway's stderr tail.
@@ -443,7 +449,7 @@ export default {
         try {
           for (const c of k.concurrency) for (let rep = 1; rep <= k.repeat; rep++) {
             if (interrupted()) throw new Error('interrupted')
-            try {
+            if (cfg.direct) try {
               out.push({ ...await direct(cfg, c, 'direct-lib-storage', rep), rep })
             } catch (err) {
               ctx.warn(`direct-lib-storage ×${c}: ${err.message}`)
@@ -499,17 +505,17 @@ export default {
         return aggregate(out)
       }
 
-      const main = { partSize: k.partSize, queueSize: k.queueSize }
+      const main = { partSize: k.partSize, queueSize: k.queueSize, bufferBytes: k.bufferBytes, nodeArgs: [], direct: true }
       rows.push(...await runConfig(main, 'gateway'))
       const gw4 = rows.find(r => r.label === 'gateway' && r.concurrency === maxC && !r.error)
-      const sameAsSmall = main.partSize === SMALL.partSize && main.queueSize === SMALL.queueSize
-      const wantSmall = !sameAsSmall && (k.variant === 'always' || (k.variant === 'auto' && gw4 && gw4.peakRssBytes > TARGETS.rssBytes))
-      if (wantSmall) {
-        log(`evidence / gateway-small-parts: S3_PART_SIZE=${SMALL.partSize} S3_QUEUE_SIZE=${SMALL.queueSize}` +
+      const lean = { ...main, bufferBytes: LEAN.slabs * main.partSize, nodeArgs: LEAN.nodeArgs, direct: false }
+      const leanWhat = `${lean.nodeArgs.join(' ')}, STORAGE_BUFFER_BYTES=${lean.bufferBytes}`
+      if (k.variant === 'always' || (k.variant === 'auto' && gw4 && gw4.peakRssBytes > TARGETS.rssBytes)) {
+        log(`evidence / gateway-lean: ${leanWhat}` +
           (k.variant === 'auto' ? ` (the default's ×${maxC} peak RSS ${fmt.mib(gw4.peakRssBytes)} is over the target)` : ''))
-        rows.push(...await runConfig(SMALL, 'gateway-small-parts'))
+        rows.push(...await runConfig(lean, 'gateway-lean'))
       } else if (k.variant === 'auto' && gw4) {
-        notes.push(`gateway-small-parts (S3_PART_SIZE=${SMALL.partSize} S3_QUEUE_SIZE=${SMALL.queueSize}) not run: the default's ×${maxC} peak RSS is within the target (BENCH_EVIDENCE_VARIANT=always runs it anyway)`)
+        notes.push(`gateway-lean (${leanWhat}) not run: the default's ×${maxC} peak RSS is within the target (BENCH_EVIDENCE_VARIANT=always runs it anyway)`)
       }
     } finally {
       s3?.destroy()
@@ -558,7 +564,7 @@ export default {
         const perRun = (r.runs ?? [r]).filter(x => !x.error).map(x => `${Math.round((x.rssAtStartBytes ?? 0) / MiB)}→${Math.round(x.peakRssBytes / MiB)}`).join(', ')
         notes.push(`target peak RSS ≤ 150 MB (${fmt.mib(TARGETS.rssBytes)}) with ${maxC} concurrent uploads: ${tag} ${mb(r.peakRssBytes)} (${fmt.mib(r.peakRssBytes)}, highest of ${n} run${n > 1 ? 's' : ''}; ` +
           `RSS at start → peak per run: ${perRun} MiB): ${r.peakRssBytes <= TARGETS.rssBytes ? 'met' : 'NOT met'}${flag}` +
-          ` [the gateway's slab pool: ${Math.floor(k.bufferBytes / r.partSize)} × ${r.partSize / MiB} MiB (STORAGE_BUFFER_BYTES ${k.bufferBytes});` +
+          ` [the gateway's slab pool: ${Math.floor(r.bufferBytes / r.partSize)} × ${r.partSize / MiB} MiB (STORAGE_BUFFER_BYTES ${r.bufferBytes})${r.nodeArgs?.length ? `, node ${r.nodeArgs.join(' ')}` : ''};` +
           ` lib-storage's part buffers in the direct process: ${maxC} × ${r.partSize / MiB} MiB × (queue ${r.queueSize} + 1) = ${maxC * r.partSize * (r.queueSize + 1) / MiB} MiB, which peaked at ${fmt.mib(d?.peakRssBytes)}]`)
       }
       const l = lagMs(r)
