@@ -44,10 +44,6 @@ export class BodyReader implements AsyncIterable<Buffer> {
 
   constructor (private readonly res: HttpResponse, private readonly isLive: () => boolean, private readonly highWaterMark: number, private readonly limit: number) {}
 
-  get bytesReceived (): number {
-    return this.received
-  }
-
   /** Why the body failed (limit, client gone), if it did. */
   get errored (): Error | undefined {
     return this.failure
@@ -64,8 +60,10 @@ export class BodyReader implements AsyncIterable<Buffer> {
       }
       const copy = this.take(chunk.byteLength)
       copy.set(new Uint8Array(chunk))
-      if (this.waiter) this.hand(copy)
-      else {
+      if (this.waiter) {
+        this.lent = copy
+        this.settle(copy)
+      } else {
         this.queue.push(copy)
         this.queued += copy.length
       }
@@ -133,11 +131,6 @@ export class BodyReader implements AsyncIterable<Buffer> {
     let smallest = 0
     for (let i = 1; i < this.spare.length; i++) if (this.spare[i]!.byteLength < this.spare[smallest]!.byteLength) smallest = i
     if (this.spare[smallest]!.byteLength < buffer.byteLength) this.spare[smallest] = buffer
-  }
-
-  private hand (chunk: Buffer): void {
-    this.lent = chunk
-    this.settle(chunk)
   }
 
   private settle (chunk: Buffer | null): void {

@@ -3,7 +3,6 @@ export { RequestContext, CLIENT_CLOSED, REQUEST_ID, type Reply, type Headers } f
 export { GatewayError, isGatewayError, toGatewayError, unauthorized, errorStatus, type ErrorCode } from './errors.js'
 export { errorBody, type ErrorDialect } from './error-bodies.js'
 export { Router } from './router.js'
-export { BodyReader, BodyAbortedError } from './body.js'
 export { loadUws, UwsFallbackError } from './uws.js'
 export { statusLine } from './status.js'
 export { compileSchema, errorMap } from './validation.js'
