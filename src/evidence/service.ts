@@ -133,11 +133,11 @@ export class EvidenceService {
     }
   }
 
-  private async storeMedia (session: UploadSession, stream: ByteSource, contentType: string, index: number, envelope: EventEnvelope, tenant: string, receivedAt: Date): Promise<StoredMedia> {
+  private async storeMedia (session: UploadSession, bytes: ByteSource, contentType: string, index: number, envelope: EventEnvelope, tenant: string, receivedAt: Date): Promise<StoredMedia> {
     if (index >= this.config.evidenceMaxMedia) throw invalid('media', `at most ${this.config.evidenceMaxMedia} media parts`)
     if (MEDIA_TYPES[contentType] === undefined) throw invalid(`media[${index}]`, 'must be video/mp4 or video/h264')
     const key = objectKey(tenant, envelope.event_id, index, contentType, receivedAt)
-    const stored = await session.put(key, stream, contentType)
+    const stored = await session.put(key, bytes, contentType)
     const expected = envelope.media?.[index]?.checksum_sha256
     if (expected !== undefined && expected.toLowerCase() !== stored.sha256) {
       throw new GatewayError('checksum_mismatch', 'a media part does not match its checksum', { details: { [`media[${index}]`]: 'checksum_sha256 does not match the uploaded file' } })
