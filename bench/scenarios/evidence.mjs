@@ -449,12 +449,14 @@ export default {
         try {
           for (const c of k.concurrency) for (let rep = 1; rep <= k.repeat; rep++) {
             if (interrupted()) throw new Error('interrupted')
-            if (cfg.direct) try {
-              out.push({ ...await direct(cfg, c, 'direct-lib-storage', rep), rep })
-            } catch (err) {
-              ctx.warn(`direct-lib-storage ×${c}: ${err.message}`)
-              out.push({ label: 'direct-lib-storage', concurrency: c, rep, partSize: cfg.partSize, queueSize: cfg.queueSize, baseline: true, error: err.message, problems: [err.message] })
-              await emptyBucket(s3, `bench-direct-${stamp}`).catch(() => {})
+            if (cfg.direct) {
+              try {
+                out.push({ ...await direct(cfg, c, 'direct-lib-storage', rep), rep })
+              } catch (err) {
+                ctx.warn(`direct-lib-storage ×${c}: ${err.message}`)
+                out.push({ label: 'direct-lib-storage', concurrency: c, rep, partSize: cfg.partSize, queueSize: cfg.queueSize, baseline: true, error: err.message, problems: [err.message] })
+                await emptyBucket(s3, `bench-direct-${stamp}`).catch(() => {})
+              }
             }
             try {
               if (!server) {
