@@ -1,6 +1,6 @@
 // Helper of the `runs` scenario (not a baseline): reads the runs a server
 // stored in its LMDB environment (DATA_DIR/state.lmdb, databases `runs-v2`,
-// `run-events-v2`, both JSON text, and `bus-log`: the gateway's, or
+// `run-events-v2`, both JSON text, and `bus-log-v2` (record batches keyed by their last offset): the gateway's, or
 // runs-uws.mjs MODE=lmdb-run's)
 // while that server is still running (LMDB is multi-process; opened
 // read-only here), in a process of its own pinned to the load CPU.
@@ -31,7 +31,7 @@ const topic = cfg.topic ?? 'harness.runs.v1'
 const state = open({ path: join(cfg.dataDir, 'state.lmdb'), maxDbs: 32, mapSize: 16 * 1024 ** 3, compression: false, readOnly: true })
 const runs = state.openDB({ name: 'runs-v2', encoding: 'string' })
 const events = state.openDB({ name: 'run-events-v2', encoding: 'string' })
-const busLog = state.openDB({ name: 'bus-log' })
+const busLog = state.openDB({ name: 'bus-log-v2' })
 
 const IN_FLIGHT = new Set(['queued', 'running'])
 
@@ -90,7 +90,13 @@ for (let i = 0; i < n; i++) {
 
 // The bus log is appended after the run events (batched, one batch in flight): it may lag
 // behind. Wait (within the same budget) until it holds `busPerRun` messages per run or stops growing for 2 s.
-const busCount = () => { try { return busLog.getCount({ start: [topic, 0], end: [topic, Number.MAX_SAFE_INTEGER] }) } catch { return undefined } }
+// Batches are keyed by their last offset and offsets are dense from 0.
+const busCount = () => {
+  try {
+    for (const key of busLog.getKeys({ start: [topic, Number.MAX_SAFE_INTEGER], end: [topic, -1], reverse: true, limit: 1 })) return key[1] + 1
+    return 0
+  } catch { return undefined }
+}
 const tBus = Date.now()
 let busMessages = busCount()
 const wantBus = (cfg.busPerRun ?? 4) * s.list.length

@@ -16,9 +16,10 @@
 //               next turn and succeeded once the step is committed (echo
 //               awaits each step); each event's bus message (built from the
 //               same JSON) appended after its commit, in order per run, in
-//               batches (≤ 500, 5 ms linger, one batch in flight) to a
-//               `bus-log` database with per-topic offsets, as the local bus
-//               does. Same databases, same options, same run ids.
+//               batches (≤ 500, 5 ms linger, one batch in flight), each one
+//               value of the `bus-log-v2` database keyed by its last offset,
+//               as the local bus does. Same databases, same options, same
+//               run ids.
 //   memory      echo runs kept in memory, with the gateway's SSE: GET
 //               /runs/{id}/stream (`: stream open`, then replay, then live
 //               events, closed after the terminal one), POST /runs/{id}/cancel,
@@ -63,7 +64,7 @@ if (mode === 'lmdb-put' || mode === 'lmdb-run') {
   state = open({ path: join(dataDir, 'state.lmdb'), maxDbs: 32, mapSize: 16 * 1024 ** 3, compression: false })
   runsDb = state.openDB({ name: 'runs-v2', encoding: 'string' })
   eventsDb = state.openDB({ name: 'run-events-v2', encoding: 'string' })
-  busDb = state.openDB({ name: 'bus-log' })
+  busDb = state.openDB({ name: 'bus-log-v2' })
 }
 
 const JSON_HEADERS = [['content-type', 'application/json']]
@@ -130,10 +131,11 @@ function busFlush () {
   const batch = bus.queue.splice(0, 500)
   bus.inFlight = true
   const timestamp = Date.now()
+  const value = { timestamp, messages: batch.map(m => [m.key, m.value, m.headers]) }
   busDb.transaction(() => {
     let next = 0
     for (const key of busDb.getKeys({ start: [TOPIC, Number.MAX_SAFE_INTEGER], end: [TOPIC, -1], reverse: true, limit: 1 })) next = key[1] + 1
-    for (const m of batch) busDb.put([TOPIC, next++], { key: m.key, value: m.value, headers: m.headers, timestamp })
+    busDb.put([TOPIC, next + batch.length - 1], value)
   }).catch(err => process.stderr.write(`runs-uws: bus append failed: ${err.message}\n`)).finally(() => {
     bus.inFlight = false
     if (bus.queue.length >= 500) busFlush()

@@ -8,7 +8,7 @@
 //                 bare-uws          runs-uws.mjs MODE=bare: body read, parsed, 202 (the ceiling)
 //                 uws-lmdb-put      + one awaited LMDB put of the queued record
 //                 uws-lmdb-run      + every LMDB write of an echo run (4 record+event
-//                                   transactions, 4 bus-log appends in batches)
+//                                   transactions, 4 bus messages, one LMDB value per batch)
 //                 gateway           node bin/gateway.js start, ROLES=harness, LOG_LEVEL=info
 //                 gateway-log-warn  the same at LOG_LEVEL=warn: no access-log line
 //   delivery    bench/baselines/runs-client.mjs keeps K echo runs (N steps,
