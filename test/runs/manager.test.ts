@@ -76,3 +76,15 @@ t.test('a run whose last event cannot be stored still ends, so waiters and shutd
   t.notOk(published.some(m => JSON.parse(m.value as string).event === 'run.succeeded'), 'nor published')
   await manager.drain()
 })
+
+t.test('every run has its own actor: a cancelled one changes no other run, nor the next to start', async t => {
+  const { manager } = setup(t)
+  const start = () => manager.start({ tenant: 'acme', mode: 'echo', message: 'm', options: { steps: 2, delay_ms: 20 } })
+  const [a, b, c] = await Promise.all([start(), start(), start()])
+  t.equal((await manager.cancel(b!.run_id))?.status, 'cancelled', 'cancelled while queued')
+  const ended = await Promise.all([a!, b!, c!].map(r => manager.waitForEnd(r.run_id, 10_000)))
+  t.same(ended.map(r => r?.status), ['succeeded', 'cancelled', 'succeeded'])
+  const d = await start()
+  t.equal(d.status, 'queued', 'a run started after a cancel starts queued')
+  t.equal((await manager.waitForEnd(d.run_id, 10_000))?.status, 'succeeded')
+})
