@@ -26,7 +26,10 @@ interface ActiveRun {
   chain: Promise<void>
   /** Events of `chain` not yet streamed and published. */
   pending: number
-  abort: AbortController
+  /** Cancelled or interrupted: the mode is told to stop and its steps are no longer recorded. */
+  stopped: boolean
+  /** Made when the mode first reads its signal: an echo run without a delay never does. */
+  abort?: AbortController
   /** The bus headers of every event of the run. */
   headers: Record<string, string>
   /** Made when someone first waits for the end (most runs are never waited for). */
@@ -85,7 +88,7 @@ export class RunManager {
     }
     const actor = createActor(runMachine, { snapshot: QUEUED }).start()
     const headers = { 'client-id': record.tenant_id, schema: 'run-event@1' }
-    const run: ActiveRun = { record, actor, chain: Promise.resolve(), pending: 0, abort: new AbortController(), headers }
+    const run: ActiveRun = { record, actor, chain: Promise.resolve(), pending: 0, stopped: false, headers }
     this.active.set(record.run_id, run)
     this.record(run, record, 'run.queued', record)
     await run.chain
@@ -110,7 +113,7 @@ export class RunManager {
   async cancel (runId: string): Promise<RunRecord | undefined> {
     const run = this.active.get(runId)
     if (!run || !this.transition(run, { type: 'CANCEL' }, { ended_at: new Date().toISOString() })) return undefined
-    run.abort.abort()
+    stop(run)
     await run.chain
     return run.record
   }
@@ -138,7 +141,7 @@ export class RunManager {
     const runs = [...this.active.values()]
     for (const run of runs) {
       this.transition(run, { type: 'FAIL' }, { error: INTERRUPTED, ended_at: new Date().toISOString() })
-      run.abort.abort()
+      stop(run)
     }
     await Promise.all(runs.map(ended))
   }
@@ -150,9 +153,10 @@ export class RunManager {
       const result = await mode({
         message: input.message,
         options: input.options,
-        signal: run.abort.signal,
+        get signal () { return signal(run) },
         emit: async step => {
-          if (!run.abort.signal.aborted) this.record(run, { ...run.record, last_event_id: run.record.last_event_id + 1 }, 'step', step)
+          if (run.stopped) throw new DOMException('the run was stopped', 'AbortError')
+          this.record(run, { ...run.record, last_event_id: run.record.last_event_id + 1 }, 'step', step)
           await run.chain
         }
       })
@@ -208,6 +212,18 @@ export class RunManager {
     this.active.delete(record.run_id)
     run.end?.(record)
   }
+}
+
+function stop (run: ActiveRun): void {
+  run.stopped = true
+  run.abort?.abort()
+}
+
+/** The mode's cancellation signal, made on first use (an AbortController is costly next to a short run). */
+function signal (run: ActiveRun): AbortSignal {
+  run.abort ??= new AbortController()
+  if (run.stopped) run.abort.abort()
+  return run.abort.signal
 }
 
 /** Resolves with the run's terminal record once its last event is stored and streamed (or could not be stored). */

@@ -6,16 +6,17 @@ import { encodeEvent } from '../../src/runs/events.js'
 import { RunHub } from '../../src/runs/hub.js'
 import { RunManager } from '../../src/runs/manager.js'
 import { echo } from '../../src/runs/modes/echo.js'
+import type { Mode } from '../../src/runs/modes/index.js'
 import { RunStore } from '../../src/runs/store.js'
 import type { RunEvent, RunRecord } from '../../src/runs/index.js'
 
-function setup (t: { testdir: () => string, teardown: (fn: () => unknown) => void }) {
+function setup (t: { testdir: () => string, teardown: (fn: () => unknown) => void }, modes: Record<string, Mode> = {}) {
   const state = openState(t.testdir())
   t.teardown(() => state.close())
   const store = new RunStore(state)
   const hub = new RunHub()
   const published: BusMessage[] = []
-  const manager = new RunManager(store, hub, new Map([['echo', echo]]), m => { published.push(m) }, pino({ level: 'silent' }))
+  const manager = new RunManager(store, hub, new Map([['echo', echo], ...Object.entries(modes)]), m => { published.push(m) }, pino({ level: 'silent' }))
   return { store, hub, published, manager }
 }
 
@@ -87,4 +88,52 @@ t.test('every run has its own actor: a cancelled one changes no other run, nor t
   const d = await start()
   t.equal(d.status, 'queued', 'a run started after a cancel starts queued')
   t.equal((await manager.waitForEnd(d.run_id, 10_000))?.status, 'succeeded')
+})
+
+t.test('stopping a run: emit rejects for a mode that ignores its signal; a signal read after the cancel is aborted', async t => {
+  let emitError: unknown
+  let signalAfterCancel: boolean | undefined
+  let resume!: () => void
+  const cancelled = new Promise<void>(resolve => { resume = resolve })
+  let modeEnded!: () => void
+  const modeDone = new Promise<void>(resolve => { modeEnded = resolve })
+  const spin: Mode = async ({ emit, ...input }) => {
+    try {
+      for (let i = 0; ; i++) {
+        await emit({ i })
+        if (i === 2) await cancelled
+      }
+    } catch (err) {
+      emitError = err
+      signalAfterCancel = input.signal.aborted
+      throw err
+    } finally {
+      modeEnded()
+    }
+  }
+  const { store, manager } = setup(t, { spin })
+  const run = await manager.start({ tenant: 'acme', mode: 'spin', message: 'm', options: {} })
+  while ([...store.eventsAfter(run.run_id)].length < 5) await new Promise(resolve => setImmediate(resolve))
+  t.equal((await manager.cancel(run.run_id))?.status, 'cancelled')
+  resume()
+  t.equal((await manager.waitForEnd(run.run_id, 10_000))?.status, 'cancelled')
+  await modeDone
+  t.match(emitError, { name: 'AbortError' }, 'the next emit rejected')
+  t.equal(signalAfterCancel, true, 'a signal first read after the cancel is already aborted')
+  t.same([...store.eventsAfter(run.run_id)].map(e => e.event), ['run.queued', 'run.running', 'step', 'step', 'step', 'run.cancelled'], 'no step recorded after the cancel')
+})
+
+t.test('a mode that reads its signal first is aborted by a cancel', async t => {
+  let aborted: Promise<void> | undefined
+  const wait: Mode = async ({ signal }) => {
+    aborted = new Promise(resolve => signal.addEventListener('abort', () => resolve()))
+    await aborted
+    return 'late'
+  }
+  const { manager } = setup(t, { wait })
+  const run = await manager.start({ tenant: 'acme', mode: 'wait', message: 'm', options: {} })
+  while (aborted === undefined) await new Promise(resolve => setImmediate(resolve))
+  t.equal((await manager.cancel(run.run_id))?.status, 'cancelled')
+  await aborted
+  t.match(await manager.waitForEnd(run.run_id, 10_000), { status: 'cancelled', result: null }, 'its late result changes nothing')
 })

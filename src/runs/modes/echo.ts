@@ -9,8 +9,8 @@ export const echo: Mode = async ({ message, options, signal, emit }) => {
   const steps = clamp(options['steps'], 1, 0, 1000)
   const delay = clamp(options['delay_ms'], 0, 0, 60_000)
   for (let i = 1; i <= steps; i++) {
+    // Without a delay the signal is never read: emit rejects once the run is stopped.
     if (delay > 0) await sleep(delay, undefined, { signal })
-    signal.throwIfAborted()
     await emit({ type: 'echo', step: i, text: message })
   }
   return { output: message }

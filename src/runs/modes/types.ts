@@ -2,8 +2,13 @@ export interface ModeInput {
   message: string
   /** Mode-specific settings from the request's `options` object. */
   options: Record<string, unknown>
+  /** Aborted when the run is cancelled or interrupted. */
   signal: AbortSignal
-  /** Reports a step; it is stored and streamed before the mode goes on. */
+  /**
+   * Reports a step; it is stored and streamed before the mode goes on. Once
+   * the run is cancelled or interrupted it rejects with an AbortError, so a
+   * mode that never reads `signal` still stops at its next step.
+   */
   emit: (step: Record<string, unknown>) => Promise<void>
 }
 
