@@ -1,6 +1,6 @@
 import { loadConfig, ConfigError, type Config } from '../config/index.js'
 import { startGateway } from '../main.js'
-import { createLogger } from '../ops/index.js'
+import { createLogger, flushLogger } from '../ops/index.js'
 import { clientsCommand, UsageError } from './clients.js'
 import { tailCommand } from './tail.js'
 
@@ -52,7 +52,11 @@ async function serve (config: Config): Promise<number> {
       }, err => {
         log.fatal({ err }, 'shutdown failed')
         return 1
-      }).then(code => log.flush(() => resolve(code)))
+      }).then(async code => {
+        // A log that cannot be flushed (stdout closed) has no one left to tell.
+        await flushLogger(log).catch(() => undefined)
+        resolve(code)
+      })
     }
     process.on('SIGTERM', stop)
     process.on('SIGINT', stop)
