@@ -1,6 +1,6 @@
 import { loadConfig, ConfigError, type Config } from '../config/index.js'
 import { startGateway } from '../main.js'
-import { createLogger, flushLogger } from '../ops/index.js'
+import { createLogger } from '../ops/index.js'
 import { clientsCommand, UsageError } from './clients.js'
 import { tailCommand } from './tail.js'
 
@@ -36,7 +36,7 @@ export async function main (argv: string[]): Promise<number> {
 }
 
 async function serve (config: Config): Promise<number> {
-  const log = createLogger(config.logLevel)
+  const { log, flush } = createLogger(config.logLevel)
   const gateway = await startGateway(config, log)
   return new Promise(resolve => {
     const stop = (signal: NodeJS.Signals): void => {
@@ -54,7 +54,7 @@ async function serve (config: Config): Promise<number> {
         return 1
       }).then(async code => {
         // A log that cannot be flushed (stdout closed) has no one left to tell.
-        await flushLogger(log).catch(() => undefined)
+        await flush().catch(() => undefined)
         resolve(code)
       })
     }

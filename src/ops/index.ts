@@ -1,4 +1,4 @@
 export { Readiness, type Probe, type ComponentState } from './readiness.js'
 export { opsRoutes } from './routes.js'
-export { createLogger, flushLogger } from './logger.js'
+export { createLogger } from './logger.js'
 export { openApiRoute, type OpenApiPart } from './openapi.js'
