@@ -20,9 +20,16 @@ export interface StoredObject {
 
 export interface PutOptions {
   signal: AbortSignal
-  /** Sees every byte of the object in order, from the slab it is stored from (see `writeObject`). */
+  /**
+   * Sees every byte of the object in order (the hash), from the slab it is
+   * stored from; a slab is reused only once its promise settles.
+   */
   observe?: (bytes: Uint8Array) => Promise<void>
-  /** Told when removing a failed object's remains fails too (see `writeObject`). */
+  /**
+   * Told when removing a failed object's remains fails too (storage
+   * unreachable): something may be left behind. The put still fails with its
+   * first error.
+   */
   onCleanupError?: (err: Error) => void
 }
 

@@ -1,4 +1,4 @@
-import type { ByteSource } from './objects.js'
+import type { ByteSource, PutOptions } from './objects.js'
 import type { SlabPool } from './slabs.js'
 
 /** Where an object's bytes go, part by part; what `ObjectStore.put` streams into. */
@@ -11,17 +11,9 @@ export interface ObjectWriter {
   abort(): Promise<void>
 }
 
-export interface WriteOptions {
-  signal: AbortSignal
+export interface WriteOptions extends PutOptions {
   /** Parts of this object being stored at once. */
   queueSize: number
-  /** Sees every byte, in order (the hash); a slab is reused only once its promise settles. */
-  observe?: (bytes: Uint8Array) => Promise<void>
-  /**
-   * Told when the writer's abort itself fails (storage unreachable): something
-   * may be left behind. The write still fails with its first error.
-   */
-  onCleanupError?: (err: Error) => void
 }
 
 const noObserver = async (): Promise<void> => {}
