@@ -12,8 +12,8 @@ const LAST = Number.MAX_SAFE_INTEGER
 /**
  * The embedded bus: an append-only log per topic in LMDB, stored as record
  * batches, as Kafka does: one value per `publish` call, holding its messages,
- * keyed by (topic, offset of its last message). One put per batch instead of
- * one per message is most of what the log costs a run or a record.
+ * keyed by (topic, offset of its last message). A put per message cost more
+ * than anything else a run did (docs/storage.md); one per batch is amortised.
  *
  * Offsets are dense per topic. The next one is read and written inside one
  * write transaction, so appends from several processes sharing DATA_DIR stay
