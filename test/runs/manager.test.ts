@@ -97,10 +97,11 @@ t.test('stopping a run: emit rejects for a mode that ignores its signal; a signa
   const cancelled = new Promise<void>(resolve => { resume = resolve })
   let modeEnded!: () => void
   const modeDone = new Promise<void>(resolve => { modeEnded = resolve })
-  const spin: Mode = async ({ emit, ...input }) => {
+  // `input` is not destructured: that would read its signal at the start.
+  const spin: Mode = async input => {
     try {
       for (let i = 0; ; i++) {
-        await emit({ i })
+        await input.emit({ i })
         if (i === 2) await cancelled
       }
     } catch (err) {
