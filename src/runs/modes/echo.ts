@@ -5,12 +5,14 @@ import type { Mode } from './types.js'
  * For tests and load: emits `options.steps` steps (default 1) echoing the
  * message, `options.delay_ms` apart (default 0), and returns the message.
  */
-export const echo: Mode = async ({ message, options, signal, emit }) => {
+export const echo: Mode = async input => {
+  const { message, options, emit } = input
   const steps = clamp(options['steps'], 1, 0, 1000)
   const delay = clamp(options['delay_ms'], 0, 0, 60_000)
   for (let i = 1; i <= steps; i++) {
-    // Without a delay the signal is never read: emit rejects once the run is stopped.
-    if (delay > 0) await sleep(delay, undefined, { signal })
+    // `input.signal` is read only here: made on first read, it would cost a
+    // short run an AbortController, and emit rejects once the run is stopped.
+    if (delay > 0) await sleep(delay, undefined, { signal: input.signal })
     await emit({ type: 'echo', step: i, text: message })
   }
   return { output: message }

@@ -1,0 +1,32 @@
+import t from 'tap'
+import { echo } from '../../../src/runs/modes/echo.js'
+import type { ModeInput } from '../../../src/runs/modes/types.js'
+
+/** An input whose signal getter counts its reads, as the run manager's makes an AbortController on the first. */
+function input (options: Record<string, unknown>) {
+  const steps: Array<Record<string, unknown>> = []
+  const controller = new AbortController()
+  let signalReads = 0
+  const given: ModeInput = {
+    message: 'hi',
+    options,
+    get signal () { signalReads++; return controller.signal },
+    emit: async step => { steps.push(step) }
+  }
+  return { given, steps, reads: () => signalReads }
+}
+
+t.test('echo emits the steps asked for and returns the message', async t => {
+  const { given, steps } = input({ steps: 3 })
+  t.same(await echo(given), { output: 'hi' })
+  t.same(steps, [1, 2, 3].map(step => ({ type: 'echo', step, text: 'hi' })))
+})
+
+t.test('echo reads its signal only when it waits between steps', async t => {
+  const quick = input({ steps: 2 })
+  await echo(quick.given)
+  t.equal(quick.reads(), 0, 'no delay: the signal is never read')
+  const slow = input({ steps: 2, delay_ms: 1 })
+  await echo(slow.given)
+  t.ok(slow.reads() > 0, 'with a delay the wait listens to the signal')
+})
