@@ -1,27 +1,19 @@
 import type { Logger } from 'pino'
 import { createActor, type Actor } from 'xstate'
 import type { BusMessage } from '../bus/index.js'
-import { runMachine, type RunMachineEvent } from './machine.js'
+import { runLifecycle, type RunMachineEvent } from './machine.js'
 import { ModeError, type Mode } from './modes/index.js'
 import { busValue, encodeEvent } from './events.js'
 import type { RunHub } from './hub.js'
 import { uuidv7 } from './ids.js'
 import type { RunStore } from './store.js'
-import { isTerminal, type RunEventName, type RunRecord, type RunStatus } from './types.js'
-
-/**
- * Every run's actor starts from this persisted snapshot of the machine's
- * initial state instead of computing it: the machine has no entry actions or
- * context to rebuild, and the initial microstep was the larger part of what
- * xstate cost a run (about 60k of 75k instructions).
- */
-const QUEUED = createActor(runMachine).getPersistedSnapshot()
+import { isTerminal, type RunEventName, type RunRecord } from './types.js'
 
 const INTERRUPTED = { code: 'interrupted', message: 'the process stopped while the run was in flight' }
 
 interface ActiveRun {
   record: RunRecord
-  actor: Actor<typeof runMachine>
+  actor: Actor<typeof runLifecycle>
   /** Stores, then streams, then publishes each event in order. */
   chain: Promise<void>
   /** Events of `chain` not yet streamed and published. */
@@ -86,7 +78,7 @@ export class RunManager {
       error: null,
       last_event_id: 1
     }
-    const actor = createActor(runMachine, { snapshot: QUEUED }).start()
+    const actor = createActor(runLifecycle).start()
     const headers = { 'client-id': record.tenant_id, schema: 'run-event@1' }
     const run: ActiveRun = { record, actor, chain: Promise.resolve(), pending: 0, stopped: false, headers }
     this.active.set(record.run_id, run)
@@ -170,9 +162,9 @@ export class RunManager {
 
   /** Sends `event` to the actor; on a state change, records it. False when the state did not change. */
   private transition (run: ActiveRun, event: RunMachineEvent, patch: Partial<RunRecord>): boolean {
-    const before = run.actor.getSnapshot().value
+    const before = run.actor.getSnapshot().context
     run.actor.send(event)
-    const status = run.actor.getSnapshot().value as RunStatus
+    const status = run.actor.getSnapshot().context
     if (status === before) return false
     const record = { ...run.record, ...patch, status, last_event_id: run.record.last_event_id + 1 }
     this.record(run, record, `run.${status}`, record)

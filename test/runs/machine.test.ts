@@ -1,0 +1,51 @@
+import t from 'tap'
+import { assign, createActor, setup } from 'xstate'
+import { runLifecycle, runMachine, transitionTable, type RunMachineEvent } from '../../src/runs/machine.js'
+
+const TYPES: Array<RunMachineEvent['type']> = ['START', 'SUCCEED', 'FAIL', 'CANCEL']
+
+t.test('the table holds exactly the lifecycle the machine declares', async t => {
+  const table = transitionTable(runMachine)
+  const rows = Object.fromEntries([...table].map(([from, row]) => [from, Object.fromEntries(row)]))
+  t.same(rows, {
+    queued: { START: 'running', CANCEL: 'cancelled' },
+    running: { SUCCEED: 'succeeded', FAIL: 'failed', CANCEL: 'cancelled' },
+    succeeded: {},
+    failed: {},
+    cancelled: {}
+  })
+})
+
+t.test("a run's actor goes where an actor of the machine goes, for every sequence of up to four events", async t => {
+  const sequences: Array<Array<RunMachineEvent['type']>> = [[]]
+  for (let length = 1; length <= 4; length++) {
+    for (const s of sequences.filter(s => s.length === length - 1)) for (const type of TYPES) sequences.push([...s, type])
+  }
+  let compared = 0
+  for (const events of sequences) {
+    const run = createActor(runLifecycle).start()
+    const machine = createActor(runMachine).start()
+    for (const type of events) {
+      run.send({ type })
+      machine.send({ type })
+    }
+    if (run.getSnapshot().context !== machine.getSnapshot().value) t.fail(`after ${events.join(', ') || 'nothing'}: ${run.getSnapshot().context} vs ${String(machine.getSnapshot().value)}`)
+    compared++
+    run.stop()
+    machine.stop()
+  }
+  t.equal(compared, 1 + 4 + 16 + 64 + 256)
+})
+
+t.test('a machine the table cannot hold is refused, not silently flattened', async t => {
+  const counting = setup({ types: { events: {} as RunMachineEvent, context: {} as { starts: number } } }).createMachine({
+    id: 'run',
+    initial: 'queued',
+    context: { starts: 0 },
+    states: {
+      queued: { on: { START: { target: 'running', actions: assign({ starts: ({ context }) => context.starts + 1 }) } } },
+      running: { type: 'final' }
+    }
+  })
+  t.throws(() => transitionTable(counting as unknown as typeof runMachine), /cannot hold it/)
+})
