@@ -38,6 +38,11 @@ export type TransitionTable = ReadonlyMap<RunStatus, ReadonlyMap<RunMachineEvent
  * machine ever grows something a table cannot hold.
  */
 export function transitionTable (machine: typeof runMachine): TransitionTable {
+  // A guard could decide differently at run time than during the walk.
+  for (const node of Object.values(machine.root.states)) {
+    const guarded = [...node.transitions.values(), node.always ?? []].some(list => list.some(t => t.guard !== undefined))
+    if (guarded) throw new Error(`run machine: state ${node.key} has guarded transitions; the transition table cannot hold them`)
+  }
   const table = new Map<RunStatus, Map<RunMachineEvent['type'], RunStatus>>()
   const [initial, actions] = initialTransition(machine)
   const todo: AnyMachineSnapshot[] = [tableable(initial, actions.length)]

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { assign, createActor, setup } from 'xstate'
+import { createActor, setup } from 'xstate'
 import { runLifecycle, runMachine, transitionTable, type RunMachineEvent } from '../../src/runs/machine.js'
 
 const TYPES: Array<RunMachineEvent['type']> = ['START', 'SUCCEED', 'FAIL', 'CANCEL']
@@ -37,15 +37,33 @@ t.test("a run's actor goes where an actor of the machine goes, for every sequenc
   t.equal(compared, 1 + 4 + 16 + 64 + 256)
 })
 
-t.test('a machine the table cannot hold is refused, not silently flattened', async t => {
-  const counting = setup({ types: { events: {} as RunMachineEvent, context: {} as { starts: number } } }).createMachine({
+t.test('a machine the table cannot hold (context, actions, guards) is refused, not silently flattened', async t => {
+  const withContext = setup({ types: { events: {} as RunMachineEvent, context: {} as { starts: number } } }).createMachine({
     id: 'run',
     initial: 'queued',
     context: { starts: 0 },
     states: {
-      queued: { on: { START: { target: 'running', actions: assign({ starts: ({ context }) => context.starts + 1 }) } } },
+      queued: { on: { START: 'running' } },
       running: { type: 'final' }
     }
   })
-  t.throws(() => transitionTable(counting as unknown as typeof runMachine), /cannot hold it/)
+  t.throws(() => transitionTable(withContext as unknown as typeof runMachine), /cannot hold it/)
+  const notifying = setup({ types: { events: {} as RunMachineEvent } }).createMachine({
+    id: 'run',
+    initial: 'queued',
+    states: {
+      queued: { on: { START: { target: 'running', actions: () => {} } } },
+      running: { type: 'final' }
+    }
+  })
+  t.throws(() => transitionTable(notifying as unknown as typeof runMachine), /cannot hold it/)
+  const guarded = setup({ types: { events: {} as RunMachineEvent }, guards: { allowed: () => true } }).createMachine({
+    id: 'run',
+    initial: 'queued',
+    states: {
+      queued: { on: { START: { target: 'running', guard: 'allowed' } } },
+      running: { type: 'final' }
+    }
+  })
+  t.throws(() => transitionTable(guarded as unknown as typeof runMachine), /guarded transitions/)
 })
