@@ -29,13 +29,16 @@ export const runMachine = setup({
   }
 })
 
-export type TransitionTable = ReadonlyMap<RunStatus, ReadonlyMap<RunMachineEvent['type'], RunStatus>>
+export interface TransitionTable {
+  initial: RunStatus
+  transitions: ReadonlyMap<RunStatus, ReadonlyMap<RunMachineEvent['type'], RunStatus>>
+}
 
 /**
- * Every transition of `machine`, found by xstate's own `transition` from the
- * initial state over every event. The lifecycle has no context, guards or
- * actions, so this table is all there is to it; the walk throws if the
- * machine ever grows something a table cannot hold.
+ * The initial state and every transition of `machine`, found by xstate's own
+ * `transition` from the initial state over every event. The lifecycle has no
+ * context, guards or actions, so this table is all there is to it; the walk
+ * throws if the machine ever grows something a table cannot hold.
  */
 export function transitionTable (machine: typeof runMachine): TransitionTable {
   // A guard could decide differently at run time than during the walk.
@@ -43,14 +46,14 @@ export function transitionTable (machine: typeof runMachine): TransitionTable {
     const guarded = [...node.transitions.values(), node.always ?? []].some(list => list.some(t => t.guard !== undefined))
     if (guarded) throw new Error(`run machine: state ${node.key} has guarded transitions; the transition table cannot hold them`)
   }
-  const table = new Map<RunStatus, Map<RunMachineEvent['type'], RunStatus>>()
+  const transitions = new Map<RunStatus, Map<RunMachineEvent['type'], RunStatus>>()
   const [initial, actions] = initialTransition(machine)
   const todo: AnyMachineSnapshot[] = [tableable(initial, actions.length)]
   for (let snapshot = todo.pop(); snapshot; snapshot = todo.pop()) {
     const from = snapshot.value as RunStatus
-    if (table.has(from)) continue
+    if (transitions.has(from)) continue
     const row = new Map<RunMachineEvent['type'], RunStatus>()
-    table.set(from, row)
+    transitions.set(from, row)
     for (const type of EVENT_TYPES) {
       const [next, effects] = transition(machine, snapshot, { type })
       if (next.value === from) continue
@@ -58,7 +61,7 @@ export function transitionTable (machine: typeof runMachine): TransitionTable {
       todo.push(tableable(next, effects.length))
     }
   }
-  return table
+  return { initial: initial.value as RunStatus, transitions }
 }
 
 function tableable (snapshot: AnyMachineSnapshot, actions: number): AnyMachineSnapshot {
@@ -68,8 +71,7 @@ function tableable (snapshot: AnyMachineSnapshot, actions: number): AnyMachineSn
   return snapshot
 }
 
-const TABLE = transitionTable(runMachine)
-const INITIAL = initialTransition(runMachine)[0].value as RunStatus
+const { initial: INITIAL, transitions: TABLE } = transitionTable(runMachine)
 
 /**
  * What each run's actor runs: the machine's transitions, as the table above.

@@ -5,8 +5,8 @@ import { runLifecycle, runMachine, transitionTable, type RunMachineEvent } from 
 const TYPES: Array<RunMachineEvent['type']> = ['START', 'SUCCEED', 'FAIL', 'CANCEL']
 
 t.test('the table holds exactly the lifecycle the machine declares', async t => {
-  const table = transitionTable(runMachine)
-  const rows = Object.fromEntries([...table].map(([from, row]) => [from, Object.fromEntries(row)]))
+  const { transitions } = transitionTable(runMachine)
+  const rows = Object.fromEntries([...transitions].map(([from, row]) => [from, Object.fromEntries(row)]))
   t.same(rows, {
     queued: { START: 'running', CANCEL: 'cancelled' },
     running: { SUCCEED: 'succeeded', FAIL: 'failed', CANCEL: 'cancelled' },
