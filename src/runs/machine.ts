@@ -48,24 +48,26 @@ export function transitionTable (machine: typeof runMachine): TransitionTable {
   }
   const transitions = new Map<RunStatus, Map<RunMachineEvent['type'], RunStatus>>()
   const [initial, actions] = initialTransition(machine)
-  const todo: AnyMachineSnapshot[] = [tableable(initial, actions.length)]
+  const todo: AnyMachineSnapshot[] = [tableable(initial, actions)]
   for (let snapshot = todo.pop(); snapshot; snapshot = todo.pop()) {
     const from = snapshot.value as RunStatus
     if (transitions.has(from)) continue
     const row = new Map<RunMachineEvent['type'], RunStatus>()
     transitions.set(from, row)
     for (const type of EVENT_TYPES) {
-      const [next, effects] = transition(machine, snapshot, { type })
+      // Checked before the state is compared: an action on an event that
+      // leaves the state as it is would be lost just the same.
+      const next = tableable(...transition(machine, snapshot, { type }))
       if (next.value === from) continue
       row.set(type, next.value as RunStatus)
-      todo.push(tableable(next, effects.length))
+      todo.push(next)
     }
   }
   return { initial: initial.value as RunStatus, transitions }
 }
 
-function tableable (snapshot: AnyMachineSnapshot, actions: number): AnyMachineSnapshot {
-  if (typeof snapshot.value !== 'string' || actions > 0 || Object.keys(snapshot.context ?? {}).length > 0) {
+function tableable (snapshot: AnyMachineSnapshot, actions: readonly unknown[]): AnyMachineSnapshot {
+  if (typeof snapshot.value !== 'string' || actions.length > 0 || Object.keys(snapshot.context ?? {}).length > 0) {
     throw new Error(`run machine: state ${JSON.stringify(snapshot.value)} has actions, context or nested states; the transition table cannot hold it`)
   }
   return snapshot

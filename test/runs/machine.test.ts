@@ -57,6 +57,15 @@ t.test('a machine the table cannot hold (context, actions, guards) is refused, n
     }
   })
   t.throws(() => transitionTable(notifying as unknown as typeof runMachine), /cannot hold it/)
+  const notifyingInPlace = setup({ types: { events: {} as RunMachineEvent } }).createMachine({
+    id: 'run',
+    initial: 'queued',
+    states: {
+      queued: { on: { START: 'running', FAIL: { actions: () => {} } } },
+      running: { type: 'final' }
+    }
+  })
+  t.throws(() => transitionTable(notifyingInPlace as unknown as typeof runMachine), /cannot hold it/, 'an action on an event that keeps the state')
   const guarded = setup({ types: { events: {} as RunMachineEvent }, guards: { allowed: () => true } }).createMachine({
     id: 'run',
     initial: 'queued',
