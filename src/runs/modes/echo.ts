@@ -10,8 +10,8 @@ export const echo: Mode = async input => {
   const steps = clamp(options['steps'], 1, 0, 1000)
   const delay = clamp(options['delay_ms'], 0, 0, 60_000)
   for (let i = 1; i <= steps; i++) {
-    // `input.signal` is read only here: made on first read, it would cost a
-    // short run an AbortController, and emit rejects once the run is stopped.
+    // Not destructured (see ModeInput.signal); without a delay, emit's
+    // rejection is what stops a cancelled run.
     if (delay > 0) await sleep(delay, undefined, { signal: input.signal })
     await emit({ type: 'echo', step: i, text: message })
   }

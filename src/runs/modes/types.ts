@@ -2,7 +2,11 @@ export interface ModeInput {
   message: string
   /** Mode-specific settings from the request's `options` object. */
   options: Record<string, unknown>
-  /** Aborted when the run is cancelled or interrupted. */
+  /**
+   * Aborted when the run is cancelled or interrupted. Made on first read (an
+   * AbortController is costly next to a short run), so a mode that may not
+   * need it reads it where it waits rather than destructuring the input.
+   */
   signal: AbortSignal
   /**
    * Reports a step; it is stored and streamed before the mode goes on. Once
