@@ -9,7 +9,8 @@ import { EvidenceService, evidenceOpenApi } from './evidence/index.js'
 import { FrontDoor } from './frontdoor/index.js'
 import { HarnessService } from './runs/index.js'
 import { TelemetryService, telemetryOpenApi } from './telemetry/index.js'
-import { checkState, createObjectStore, openState } from './storage/index.js'
+import { createObjectStore } from './storage/index.js'
+import { checkState, openState } from './state/index.js'
 
 export interface Gateway {
   /** Bound ports (useful with PORT=0 in tests). */

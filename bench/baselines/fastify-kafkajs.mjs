@@ -8,7 +8,7 @@
 //     tokens: see bench/README.md);
 //   - headers X-Request-Id / X-Request-Timestamp and the body validated by
 //     Fastify's route schemas, compiled by an ajv 8 set up like the gateway's
-//     (src/http/validation.ts: allErrors, verbose, strict, ajv-formats'
+//     (src/validation/schema.ts: allErrors, verbose, strict, ajv-formats'
 //     date-time, the `iso-date-time` format, the `x-error` annotation), with
 //     the gateway's own AssetTrackingData schema from dist/;
 //   - one Kafka message per request, the record plus client_id, received_at
@@ -53,7 +53,7 @@ if (brokers.length === 0) throw new Error('KAFKA_BROKERS is required')
 if (!env.JWT_PUBLIC_KEY_FILE || !issuer) throw new Error('JWT_PUBLIC_KEY_FILE and JWT_ISSUER are required')
 const publicKey = await importSPKI(readFileSync(env.JWT_PUBLIC_KEY_FILE, 'utf8'), 'RS256')
 
-// ajv as the gateway sets it up (src/http/validation.ts).
+// ajv as the gateway sets it up (src/validation/schema.ts).
 const ajv = new Ajv({ allErrors: true, verbose: true, strict: true, allowUnionTypes: true })
 addFormats.default(ajv, ['date-time'])
 ajv.addFormat('iso-date-time', isIsoDateTimeWithZone)

@@ -54,7 +54,7 @@ const host = process.env.HOST ?? '127.0.0.1'
 const port = Number(process.env.PORT ?? 0)
 const TOPIC = 'harness.runs.v1'
 
-// The gateway's LMDB environment (src/storage/state.ts) and databases (src/runs/store.ts, src/bus/local.ts).
+// The gateway's LMDB environment (src/state/lmdb.ts) and databases (src/runs/store.ts, src/bus/local.ts).
 let state, runsDb, eventsDb, busDb
 if (mode === 'lmdb-put' || mode === 'lmdb-run') {
   const { open } = await import('lmdb')

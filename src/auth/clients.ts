@@ -1,7 +1,7 @@
 import type { Database } from 'lmdb'
 import type { Logger } from 'pino'
 import { ConfigError, readJsonFile } from '../config/index.js'
-import type { StateStore } from '../storage/index.js'
+import type { StateStore } from '../state/index.js'
 import { hashSecret, isSecretHash, verifySecret } from './secrets.js'
 
 export interface Client {

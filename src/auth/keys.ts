@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs'
 import { promisify } from 'node:util'
 import { calculateJwkThumbprint, errors as joseErrors, type JWK, type JWTVerifyGetKey } from 'jose'
 import type { Database } from 'lmdb'
-import type { StateStore } from '../storage/index.js'
+import type { StateStore } from '../state/index.js'
 
 const generateRsa = promisify(generateKeyPair)
 

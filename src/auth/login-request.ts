@@ -1,4 +1,4 @@
-import { GatewayError } from '../http/index.js'
+import { GatewayError } from '../errors.js'
 
 export interface LoginRequest {
   client_id: string

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import { SignJWT, jwtVerify, createRemoteJWKSet, decodeJwt, errors as joseErrors, type JWTPayload, type JWTVerifyGetKey } from 'jose'
-import { GatewayError, unauthorized } from '../http/index.js'
+import { GatewayError, unauthorized } from '../errors.js'
 import type { Client } from './clients.js'
 import type { KeyStore } from './keys.js'
 

@@ -1,5 +1,5 @@
 import type { BusMessage } from './types.js'
-import { GatewayError } from '../http/index.js'
+import { GatewayError } from '../errors.js'
 
 export interface BatcherOptions {
   /** Records per send. */

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino'
 import type { Config } from '../config/index.js'
-import type { StateStore } from '../storage/index.js'
+import type { StateStore } from '../state/index.js'
 import { KafkaBus } from './kafka.js'
 import { LocalBus } from './local.js'
 import type { Bus } from './types.js'

@@ -1,5 +1,5 @@
 import type { Database } from 'lmdb'
-import type { StateStore } from '../storage/index.js'
+import type { StateStore } from '../state/index.js'
 import type { Bus, BusMessage, StoredMessage } from './types.js'
 
 /** (topic, offset of the batch's last message) */

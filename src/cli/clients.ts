@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util'
 import { ClientRegistry, generateSecret, hashSecret } from '../auth/index.js'
 import type { Config } from '../config/index.js'
-import { openState } from '../storage/index.js'
+import { openState } from '../state/index.js'
 
 const USAGE = `usage:
   gateway clients add <client_id> --audience A [--audience B] --scope S [--scope T] [--tenant T]

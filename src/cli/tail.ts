@@ -2,7 +2,7 @@ import { parseArgs } from 'node:util'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { LocalBus } from '../bus/index.js'
 import type { Config } from '../config/index.js'
-import { openState } from '../storage/index.js'
+import { openState } from '../state/index.js'
 import { UsageError } from './clients.js'
 
 const USAGE = 'usage: gateway tail <topic> [--from N] [--follow]'

@@ -1,4 +1,5 @@
 import { Ajv } from 'ajv'
+import { snakeToCamel } from '../validation/index.js'
 import { variables, ownedPrefixes, type Variable } from './variables.js'
 
 type CamelTail<S extends string> = S extends `${infer H}_${infer T}`
@@ -26,8 +27,9 @@ export class ConfigError extends Error {
   }
 }
 
+/** `TELEMETRY_BATCH_MAX` → `telemetryBatchMax`. */
 export function camelName (name: string): string {
-  return name.toLowerCase().replace(/_([a-z0-9])/g, (_, c: string) => c.toUpperCase())
+  return snakeToCamel(name.toLowerCase())
 }
 
 const TRUE = new Set(['true', '1', 'yes', 'on'])

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto'
-import { compileSchema, errorMap, GatewayError } from '../http/index.js'
+import { compileSchema, errorMap } from '../validation/index.js'
+import { GatewayError } from '../errors.js'
 
 export const BUILTIN_EVENT_TYPES = ['warehouse.restricted_zone.person'] as const
 export const EVENT_ID_PATTERN = '^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$'

@@ -1,5 +1,5 @@
 import type { Database } from 'lmdb'
-import type { StateStore } from '../storage/index.js'
+import type { StateStore } from '../state/index.js'
 
 export interface Acknowledgment {
   status: 'accepted'

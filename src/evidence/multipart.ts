@@ -1,4 +1,4 @@
-import { GatewayError } from '../http/index.js'
+import { GatewayError } from '../errors.js'
 import type { ByteSource } from '../storage/index.js'
 
 /** Part headers larger than this are refused; real ones are a few hundred bytes. */

@@ -1,7 +1,7 @@
 import type { Database } from 'lmdb'
 import type { Logger } from 'pino'
 import type { Bus, BusMessage } from '../bus/index.js'
-import type { StateStore } from '../storage/index.js'
+import type { StateStore } from '../state/index.js'
 
 interface OutboxEntry extends BusMessage {
   topic: string

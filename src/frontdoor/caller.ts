@@ -1,6 +1,6 @@
 import { createRemoteJWKSet, decodeProtectedHeader, errors, jwtVerify, SignJWT, type JWTPayload, type JWTVerifyGetKey } from 'jose'
 import type { KeyObject } from 'node:crypto'
-import { unauthorized } from '../http/index.js'
+import { unauthorized } from '../errors.js'
 
 export interface CallerSettings {
   /** RS256 keys for user tokens: a remote set, or this service's own keys. */

@@ -1,5 +1,6 @@
 import { request, type IncomingMessage } from 'node:http'
-import { GatewayError, type RequestContext } from '../http/index.js'
+import { type RequestContext } from '../http/index.js'
+import { GatewayError } from '../errors.js'
 
 const FORWARDED_RESPONSE_HEADERS = ['content-type', 'cache-control', 'x-accel-buffering', 'retry-after', 'www-authenticate']
 

@@ -1,6 +1,7 @@
 import type { KeyStore } from '../auth/index.js'
 import type { Config } from '../config/index.js'
-import { GatewayError, type RequestContext, type Route } from '../http/index.js'
+import { type RequestContext, type Route } from '../http/index.js'
+import { GatewayError } from '../errors.js'
 import { exchangeToken, remoteKeys, verifyCaller, type CallerSettings } from './caller.js'
 import { loadOrgs, type Org } from './orgs.js'
 import { proxy } from './proxy.js'

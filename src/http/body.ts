@@ -1,5 +1,5 @@
 import type { HttpResponse } from 'uWebSockets.js'
-import { GatewayError } from './errors.js'
+import { GatewayError } from '../errors.js'
 
 /** uWS neuters the ArrayBuffer when the callback returns, so every chunk is copied out. */
 export function copyChunk (chunk: ArrayBuffer): Buffer {

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto'
 import type { HttpResponse, HttpRequest } from 'uWebSockets.js'
 import { BodyAbortedError, type BodyReader } from './body.js'
-import { GatewayError } from './errors.js'
+import { GatewayError } from '../errors.js'
+import { REQUEST_ID } from '../validation/index.js'
 import { statusLine } from './status.js'
 
 export type Headers = Readonly<Record<string, string>>
@@ -11,9 +12,6 @@ export interface Reply {
   body?: unknown
   headers?: Record<string, string>
 }
-
-/** An `X-Request-Id` the service accepts (and echoes); others are replaced by a generated one. */
-export const REQUEST_ID = /^[\x21-\x7e]{1,200}$/
 
 /** Status logged for a request whose client went away before the answer. */
 export const CLIENT_CLOSED = 499

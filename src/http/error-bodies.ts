@@ -1,4 +1,4 @@
-import type { GatewayError } from './errors.js'
+import type { GatewayError } from '../errors.js'
 
 /**
  * Each API in the spec has its own error body. A route names its dialect and

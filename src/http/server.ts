@@ -3,7 +3,7 @@ import type { Logger } from 'pino'
 import { Counter, Histogram, type Registry } from 'prom-client'
 import { BodyReader, collectBody, payloadTooLarge } from './body.js'
 import { RequestContext, type Reply } from './context.js'
-import { GatewayError, toGatewayError } from './errors.js'
+import { GatewayError, toGatewayError } from '../errors.js'
 import { errorBody, type ErrorDialect } from './error-bodies.js'
 import { Router } from './router.js'
 

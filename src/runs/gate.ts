@@ -1,5 +1,6 @@
 import { createRemoteJWKSet, decodeProtectedHeader, errors, jwtVerify, type JWTVerifyGetKey } from 'jose'
-import { unauthorized, type Headers } from '../http/index.js'
+import type { Headers } from '../http/index.js'
+import { unauthorized } from '../errors.js'
 
 export const TENANT_HEADER = 'x-svc-tenant-client-id'
 const LEEWAY_S = 30

@@ -1,4 +1,4 @@
-import { GatewayError } from '../http/index.js'
+import { GatewayError } from '../errors.js'
 
 export const MAX_MESSAGE_BYTES = 64 * 1024
 

@@ -1,5 +1,5 @@
 import type { Database } from 'lmdb'
-import type { StateStore } from '../storage/index.js'
+import type { StateStore } from '../state/index.js'
 import { decodeEvent } from './events.js'
 import { isTerminal, type RunEvent, type RunRecord } from './types.js'
 

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto'
 import { constants } from 'node:fs'
 import { access, mkdir, open, rename, rm, type FileHandle } from 'node:fs/promises'
 import { dirname, join, resolve } from 'node:path'
-import type { ByteSource, ObjectStore, PutOptions, StoredObject } from './objects.js'
+import type { ByteSource, ObjectStore, PutOptions, StoredObject } from './types.js'
 import type { SlabPool } from './slabs.js'
 import { writeObject, type ObjectWriter } from './write-object.js'
 

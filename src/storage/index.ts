@@ -1,5 +1,5 @@
-export { openState, checkState, type StateStore } from './state.js'
-export { createObjectStore, type ByteSource, type ObjectStore, type PutOptions, type StoredObject } from './objects.js'
+export type { ByteSource, ObjectStore, PutOptions, StoredObject } from './types.js'
+export { createObjectStore } from './create.js'
 export { FsObjectStore } from './fs-store.js'
 export { S3ObjectStore } from './s3-store.js'
 export { SlabPool } from './slabs.js'

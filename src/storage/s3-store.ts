@@ -4,7 +4,7 @@ import {
   type CompletedPart
 } from '@aws-sdk/client-s3'
 import type { Config } from '../config/index.js'
-import type { ByteSource, ObjectStore, PutOptions, StoredObject } from './objects.js'
+import type { ByteSource, ObjectStore, PutOptions, StoredObject } from './types.js'
 import type { SlabPool } from './slabs.js'
 import { writeObject, type ObjectWriter } from './write-object.js'
 

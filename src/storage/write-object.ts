@@ -1,4 +1,4 @@
-import type { ByteSource, PutOptions } from './objects.js'
+import type { ByteSource, PutOptions } from './types.js'
 import type { SlabPool } from './slabs.js'
 
 /** Where an object's bytes go, part by part; what `ObjectStore.put` streams into. */

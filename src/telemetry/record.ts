@@ -1,5 +1,5 @@
 import type { BusMessage } from '../bus/index.js'
-import { compileSchema, errorMap, REQUEST_ID } from '../http/index.js'
+import { compileSchema, errorMap, REQUEST_ID } from '../validation/index.js'
 import { assetTrackingSchema } from './schema.js'
 
 export interface AssetTrackingData {

@@ -1,7 +1,8 @@
 import type { TokenVerifier } from '../auth/index.js'
 import { MicroBatcher, type Bus } from '../bus/index.js'
 import type { Config } from '../config/index.js'
-import { GatewayError, type Reply, type RequestContext, type Route } from '../http/index.js'
+import { type Reply, type RequestContext, type Route } from '../http/index.js'
+import { GatewayError } from '../errors.js'
 import { recordErrors, toMessage, type AssetTrackingData } from './record.js'
 
 export const TELEMETRY_SCOPE = 'asset:track:write'

@@ -1,7 +1,7 @@
 import t from 'tap'
 import { SignJWT, jwtVerify, createLocalJWKSet, type JSONWebKeySet } from 'jose'
 import { KeyStore } from '../../src/auth/index.js'
-import { openState } from '../../src/storage/index.js'
+import { openState } from '../../src/state/index.js'
 
 const DAY = 86400
 const DAY_MS = DAY * 1000

@@ -1,7 +1,7 @@
 import t, { type Test } from 'tap'
 import { SignJWT, generateKeyPair } from 'jose'
 import { KeyStore, TokenVerifier } from '../../src/auth/index.js'
-import { openState } from '../../src/storage/index.js'
+import { openState } from '../../src/state/index.js'
 
 type SigningKey = Parameters<SignJWT['sign']>[0]
 

@@ -1,7 +1,7 @@
 import t from 'tap'
 import { MicroBatcher, type BatcherOptions } from '../../src/bus/index.js'
 import type { BusMessage } from '../../src/bus/index.js'
-import type { GatewayError } from '../../src/http/index.js'
+import type { GatewayError } from '../../src/errors.js'
 
 const msg = (i: number): BusMessage => ({ key: `k${i % 3}`, value: String(i), headers: {} })
 

@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process'
 import t from 'tap'
 import { LocalBus, type BusMessage } from '../../src/bus/index.js'
-import { openState } from '../../src/storage/index.js'
+import { openState } from '../../src/state/index.js'
 
 const msg = (i: number, value: string | Buffer = `v${i}`): BusMessage => ({ key: `k${i}`, value, headers: { n: String(i) } })
 
@@ -72,7 +72,7 @@ t.test('two processes appending to one DATA_DIR interleave whole batches, offset
   const dir = t.testdir()
   const dist = (path: string): string => new URL(`../../dist/${path}`, import.meta.url).href
   const append = (name: string): Promise<number | null> => {
-    const child = spawn(process.execPath, ['--input-type=module', '-e', APPENDER, dist('bus/index.js'), dist('storage/index.js'), dir, name], { stdio: 'inherit' })
+    const child = spawn(process.execPath, ['--input-type=module', '-e', APPENDER, dist('bus/index.js'), dist('state/index.js'), dir, name], { stdio: 'inherit' })
     return new Promise(resolve => child.once('exit', resolve))
   }
   t.same(await Promise.all([append('x'), append('y')]), [0, 0])

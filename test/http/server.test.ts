@@ -3,7 +3,8 @@ import { once } from 'node:events'
 import { createHash, randomBytes } from 'node:crypto'
 import type { Socket } from 'node:net'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { GatewayError, type RequestContext } from '../../src/http/index.js'
+import { GatewayError } from '../../src/errors.js'
+import type { RequestContext } from '../../src/http/index.js'
 import { serve, rawConnect, readResponse, until } from '../helpers/http.js'
 
 const echo = (ctx: RequestContext) => ({ status: 200, body: { got: ctx.json(), params: ctx.params } })

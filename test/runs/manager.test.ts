@@ -1,6 +1,6 @@
 import t from 'tap'
 import pino from 'pino'
-import { openState } from '../../src/storage/index.js'
+import { openState } from '../../src/state/index.js'
 import type { BusMessage } from '../../src/bus/index.js'
 import { encodeEvent } from '../../src/runs/events.js'
 import { RunHub } from '../../src/runs/hub.js'

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { openState } from '../../src/storage/index.js'
+import { openState } from '../../src/state/index.js'
 import { encodeEvent } from '../../src/runs/events.js'
 import { RunStore } from '../../src/runs/store.js'
 import type { RunRecord } from '../../src/runs/index.js'

@@ -1,5 +1,6 @@
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv'
 import addFormats from 'ajv-formats'
+import { snakeToCamel } from './case.js'
 import { isIsoDateTimeWithZone } from './formats.js'
 
 /**
@@ -14,11 +15,6 @@ export function compileSchema<T> (schema: object): ValidateFunction<T> {
   return ajv.compile<T>(schema)
 }
 
-/** snake_case → camelCase, the spec's key form (`asset_id` → `assetId`). */
-export function camelKey (segment: string): string {
-  return segment.replace(/_([a-z0-9])/g, (_, c: string) => c.toUpperCase())
-}
-
 /** `/metrics/items/3/k` → `metrics.items[3].k` */
 export function errorKey (instancePath: string, property?: string): string {
   let key = ''
@@ -26,7 +22,7 @@ export function errorKey (instancePath: string, property?: string): string {
   if (property !== undefined) parts.push(property)
   for (const raw of parts) {
     const p = raw.replace(/~1/g, '/').replace(/~0/g, '~')
-    key += /^\d+$/.test(p) ? `[${p}]` : (key === '' ? '' : '.') + camelKey(p)
+    key += /^\d+$/.test(p) ? `[${p}]` : (key === '' ? '' : '.') + snakeToCamel(p)
   }
   return key
 }

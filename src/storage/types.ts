@@ -1,7 +1,4 @@
-import type { Config } from '../config/index.js'
-import { FsObjectStore } from './fs-store.js'
-import { S3ObjectStore } from './s3-store.js'
-import { SlabPool } from './slabs.js'
+import type { SlabPool } from './slabs.js'
 
 /**
  * An object's bytes in order. Each chunk is valid only until the next one is
@@ -47,13 +44,4 @@ export interface ObjectStore {
    */
   put(key: string, body: ByteSource, contentType: string, options: PutOptions): Promise<StoredObject>
   delete(key: string): Promise<void>
-}
-
-/**
- * The configured store, with one slab pool for all its uploads: slabs of
- * S3_PART_SIZE, as many as STORAGE_BUFFER_BYTES holds.
- */
-export function createObjectStore (config: Config): ObjectStore {
-  const slabs = new SlabPool(config.s3PartSize, Math.floor(config.storageBufferBytes / config.s3PartSize))
-  return config.storage === 's3' ? new S3ObjectStore(config, slabs) : new FsObjectStore(config.dataDir, slabs, config.s3QueueSize)
 }

@@ -1,0 +1,72 @@
+/**
+ * The one catalog of error codes, on the ground floor: any layer may raise a
+ * GatewayError, and none but `http/` decides what it looks like on the wire.
+ * A code's HTTP status and whether a client may retry it live here and
+ * nowhere else; `docs/errors.md` lists the same table (a test holds them together).
+ */
+export const catalog = {
+  validation_error: { status: 400, retryable: false },
+  invalid_json: { status: 400, retryable: false },
+  unknown_event_type: { status: 400, retryable: false },
+  checksum_mismatch: { status: 400, retryable: false },
+  invalid_request: { status: 400, retryable: false },
+  unsupported_grant_type: { status: 400, retryable: false },
+  invalid_client: { status: 401, retryable: false },
+  unauthorized: { status: 401, retryable: false },
+  audience_forbidden: { status: 403, retryable: false },
+  forbidden: { status: 403, retryable: false },
+  not_a_member: { status: 403, retryable: false },
+  not_found: { status: 404, retryable: false },
+  method_not_allowed: { status: 405, retryable: false },
+  idempotency_in_progress: { status: 409, retryable: true },
+  conflict: { status: 409, retryable: false },
+  payload_too_large: { status: 413, retryable: false },
+  rate_limited: { status: 429, retryable: true },
+  publish_failed: { status: 500, retryable: true },
+  internal_error: { status: 500, retryable: true },
+  bad_gateway: { status: 502, retryable: true },
+  overloaded: { status: 503, retryable: true },
+  shutting_down: { status: 503, retryable: true }
+} as const satisfies Record<string, { status: number, retryable: boolean }>
+
+export type ErrorCode = keyof typeof catalog
+
+export interface GatewayErrorOptions {
+  /** Field or location → message; rendered as the dialect's `errors`/`details`. */
+  details?: Record<string, string>
+  headers?: Record<string, string>
+  cause?: unknown
+}
+
+export class GatewayError extends Error {
+  readonly code: ErrorCode
+  readonly status: number
+  readonly retryable: boolean
+  readonly details: Record<string, string> | undefined
+  readonly headers: Record<string, string> | undefined
+
+  constructor (code: ErrorCode, message: string, options: GatewayErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause })
+    this.name = 'GatewayError'
+    this.code = code
+    this.status = catalog[code].status
+    this.retryable = catalog[code].retryable
+    this.details = options.details
+    this.headers = options.headers
+  }
+}
+
+export function isGatewayError (err: unknown): err is GatewayError {
+  return err instanceof GatewayError
+}
+
+/** Anything that is not a GatewayError is a bug or an outage: a 500 that hides internals. */
+export function toGatewayError (err: unknown): GatewayError {
+  if (isGatewayError(err)) return err
+  return new GatewayError('internal_error', 'internal error', { cause: err })
+}
+
+/** A 401 that asks for a bearer token, as every token check answers. */
+export function unauthorized (message: string, cause?: unknown): GatewayError {
+  return new GatewayError('unauthorized', message, { headers: { 'www-authenticate': 'Bearer' }, cause })
+}

@@ -1,0 +1,1 @@
+export { openState, checkState, type StateStore } from './lmdb.js'
