@@ -1,7 +1,7 @@
 export { HarnessService } from './service.js'
 export { HarnessGate, TENANT_HEADER } from './gate.js'
 export { RunManager } from './manager.js'
-export { runMachine } from './machine.js'
+export { LIFECYCLE, runLifecycle } from './machine.js'
 export { parseRunRequest, MAX_MESSAGE_BYTES } from './request.js'
 export { builtInModes, ModeError, type Mode } from './modes/index.js'
 export type { RunRecord, RunEvent, RunStatus } from './types.js'
