@@ -5,3 +5,4 @@ export { TokenVerifier, issueToken, type TokenClaims, type IssuedToken } from '.
 export { generateSecret, hashSecret, verifySecret } from './secrets.js'
 export { FailureLimiter } from './rate-limit.js'
 export { parseLoginRequest } from './login-request.js'
+export { bearerToken, tokenAlgorithm, verifyJwt, jwtFailure, MAX_TOKEN_LIFETIME_S, type JwtRules } from './jwt.js'

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto'
-import { SignJWT, jwtVerify, createRemoteJWKSet, decodeJwt, errors as joseErrors, type JWTPayload, type JWTVerifyGetKey } from 'jose'
+import { SignJWT, createRemoteJWKSet, decodeJwt, type JWTPayload, type JWTVerifyGetKey } from 'jose'
 import { GatewayError, unauthorized } from '../errors.js'
 import type { Client } from './clients.js'
+import { bearerToken, verifyJwt } from './jwt.js'
 import type { KeyStore } from './keys.js'
 
 export interface IssuedToken {
@@ -42,8 +43,6 @@ export interface VerifierOptions {
   now?: () => number
 }
 
-const BEARER = /^Bearer +(\S+) *$/i
-
 /**
  * Checks bearer tokens on the ingest routes: signature, issuer, audience,
  * expiry, then the route's scope. Verified tokens are cached by their exact
@@ -66,8 +65,7 @@ export class TokenVerifier {
 
   /** Resolves the claims, or throws 401 (no/invalid/expired token) or 403 (scope missing). */
   async verify (authorization: string | undefined, scope: string): Promise<TokenClaims> {
-    const token = authorization === undefined ? undefined : BEARER.exec(authorization)?.[1]
-    if (!token) throw unauthorized('missing bearer token')
+    const token = bearerToken(authorization)
     let entry = this.cache.get(token)
     if (entry && (entry.claims.exp ?? 0) * 1000 <= this.now()) {
       this.cache.delete(token)
@@ -90,26 +88,21 @@ export class TokenVerifier {
     try {
       issuer = decodeJwt(token).iss
     } catch {
-      throw unauthorized('malformed token')
+      throw unauthorized('auth_failed:malformed')
     }
     const external = this.options.external
     const useExternal = external !== undefined && issuer === external.issuer
-    try {
-      const { payload } = await jwtVerify(token, useExternal ? this.externalKeys! : this.ownKeys, {
-        issuer: useExternal ? external.issuer : this.options.issuer,
-        audience: [...this.options.audiences],
-        algorithms: ['RS256'],
-        requiredClaims: ['exp'],
-        currentDate: new Date(this.now())
-      })
-      const clientId = typeof payload['client_id'] === 'string' ? payload['client_id'] : payload.sub
-      if (typeof clientId !== 'string' || clientId === '') throw unauthorized('token has no client_id or sub')
-      const tenant = typeof payload['tenant'] === 'string' ? payload['tenant'] : clientId
-      const scope = typeof payload['scope'] === 'string' ? payload['scope'] : ''
-      return { ...payload, client_id: clientId, tenant, scope }
-    } catch (err) {
-      if (err instanceof GatewayError) throw err
-      throw unauthorized(err instanceof joseErrors.JWTExpired ? 'token expired' : 'invalid token', err)
-    }
+    const payload = await verifyJwt(token, useExternal ? this.externalKeys! : this.ownKeys, {
+      algorithms: ['RS256'],
+      issuer: useExternal ? external.issuer : this.options.issuer,
+      audience: this.options.audiences,
+      leewayS: 0,
+      now: this.now()
+    })
+    const clientId = typeof payload['client_id'] === 'string' ? payload['client_id'] : payload.sub
+    if (typeof clientId !== 'string' || clientId === '') throw unauthorized('auth_failed:malformed')
+    const tenant = typeof payload['tenant'] === 'string' ? payload['tenant'] : clientId
+    const scope = typeof payload['scope'] === 'string' ? payload['scope'] : ''
+    return { ...payload, client_id: clientId, tenant, scope }
   }
 }

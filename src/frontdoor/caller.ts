@@ -1,6 +1,8 @@
-import { createRemoteJWKSet, decodeProtectedHeader, errors, jwtVerify, SignJWT, type JWTPayload, type JWTVerifyGetKey } from 'jose'
 import type { KeyObject } from 'node:crypto'
-import { unauthorized } from '../errors.js'
+import { createRemoteJWKSet, SignJWT, type JWTPayload, type JWTVerifyGetKey } from 'jose'
+import { bearerToken, tokenAlgorithm, verifyJwt } from '../auth/index.js'
+
+const LEEWAY_S = 30
 
 export interface CallerSettings {
   /** RS256 keys for user tokens: a remote set, or this service's own keys. */
@@ -19,31 +21,13 @@ export function remoteKeys (url: string): JWTVerifyGetKey {
   return createRemoteJWKSet(new URL(url), { cooldownDuration: 30_000 })
 }
 
-/** Verifies the user-facing token: RS256 (web users) or HS256 (services, with the shared secret). */
+/** Verifies the user-facing token: RS256 (web users) or HS256 (services, when the shared secret is set). */
 export async function verifyCaller (authorization: string | undefined, settings: CallerSettings): Promise<Caller> {
-  const m = authorization === undefined ? undefined : /^Bearer\s+(\S*)\s*$/i.exec(authorization)
-  if (!m) throw unauthorized('missing Bearer token')
-  const token = m[1]!
-  if (token === '') throw unauthorized('empty Bearer token')
-  let alg: string | undefined
-  try {
-    alg = decodeProtectedHeader(token).alg
-  } catch {
-    throw unauthorized('auth_failed:malformed')
+  const token = bearerToken(authorization)
+  if (settings.hs256Secret && tokenAlgorithm(token) === 'HS256') {
+    return { claims: await verifyJwt(token, settings.hs256Secret, { algorithms: ['HS256'], leewayS: LEEWAY_S }), alg: 'HS256', token }
   }
-  try {
-    if (alg === 'RS256') {
-      const { payload } = await jwtVerify(token, settings.rs256, { algorithms: ['RS256'], clockTolerance: 30, requiredClaims: ['exp'] })
-      return { claims: payload, alg, token }
-    }
-    if (alg === 'HS256' && settings.hs256Secret) {
-      const { payload } = await jwtVerify(token, settings.hs256Secret, { algorithms: ['HS256'], clockTolerance: 30, requiredClaims: ['exp'] })
-      return { claims: payload, alg, token }
-    }
-  } catch (err) {
-    throw unauthorized(err instanceof errors.JWTExpired ? 'auth_failed:expired' : 'auth_failed:invalid_signature')
-  }
-  throw unauthorized('auth_failed:malformed')
+  return { claims: await verifyJwt(token, settings.rs256, { algorithms: ['RS256'], leewayS: LEEWAY_S }), alg: 'RS256', token }
 }
 
 /** The short-lived RS256 token of this service that stands in for a service's HS256 one. */

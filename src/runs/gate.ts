@@ -1,4 +1,5 @@
-import { createRemoteJWKSet, decodeProtectedHeader, errors, jwtVerify, type JWTVerifyGetKey } from 'jose'
+import { createRemoteJWKSet, type JWTVerifyGetKey } from 'jose'
+import { bearerToken, verifyJwt } from '../auth/index.js'
 import type { Headers } from '../http/index.js'
 import { unauthorized } from '../errors.js'
 
@@ -37,42 +38,9 @@ export class HarnessGate {
   async tenant (headers: Headers): Promise<string> {
     const header = headers[TENANT_HEADER]
     if (!this.settings.enabled) return header || 'default'
-    const token = bearer(headers['authorization'])
-    let alg: string | undefined
-    try {
-      alg = decodeProtectedHeader(token).alg
-    } catch {
-      throw unauthorized('auth_failed:malformed')
-    }
-    if (alg !== 'RS256') throw unauthorized('auth_failed:malformed')
-    try {
-      await jwtVerify(token, this.keys!, { algorithms: ['RS256'], issuer: this.settings.issuer!, audience: this.settings.audience!, clockTolerance: LEEWAY_S, requiredClaims: ['exp'] })
-    } catch (err) {
-      throw unauthorized(reason(err))
-    }
+    const token = bearerToken(headers['authorization'])
+    await verifyJwt(token, this.keys!, { algorithms: ['RS256'], issuer: this.settings.issuer!, audience: this.settings.audience!, leewayS: LEEWAY_S })
     if (!header) throw unauthorized('auth_failed:tenant_unresolved')
     return header
   }
-}
-
-function bearer (authorization: string | undefined): string {
-  if (authorization === undefined) throw unauthorized('missing Bearer token')
-  const value = authorization.trim()
-  if (value === '' || /^Bearer$/i.test(value)) throw unauthorized('empty Bearer token')
-  const m = /^Bearer\s+(.*)$/i.exec(value)
-  if (!m) throw unauthorized('missing Bearer token')
-  // Not blank: `value` is trimmed and longer than "Bearer".
-  return m[1]!
-}
-
-function reason (err: unknown): string {
-  if (err instanceof errors.JWTExpired) return 'auth_failed:expired'
-  if (err instanceof errors.JWTClaimValidationFailed) {
-    if (err.claim === 'iss') return 'auth_failed:wrong_issuer'
-    if (err.claim === 'aud') return 'auth_failed:wrong_audience'
-    if (err.claim === 'exp') return 'auth_failed:expired'
-    return 'auth_failed:malformed'
-  }
-  if (err instanceof errors.JWSSignatureVerificationFailed || err instanceof errors.JWKSNoMatchingKey || err instanceof errors.JWKSMultipleMatchingKeys) return 'auth_failed:invalid_signature'
-  return 'auth_failed:malformed'
 }

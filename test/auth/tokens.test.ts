@@ -35,15 +35,15 @@ t.test('401 for a missing, malformed, forged, foreign or expired token', async t
   const { verifier, sign } = await setup(t)
   const other = await generateKeyPair('RS256')
   const cases: Array<[string | undefined, RegExp]> = [
-    [undefined, /missing bearer token/],
-    ['Basic abc', /missing bearer token/],
-    ['Bearer ', /missing bearer token/],
-    ['Bearer not.a.jwt', /malformed token/],
-    [`Bearer ${await sign({}, { key: other.privateKey })}`, /invalid token/],
-    [`Bearer ${await sign({}, { iss: 'https://elsewhere/' })}`, /invalid token/],
-    [`Bearer ${await sign({}, { aud: 'other-api' })}`, /invalid token/],
-    [`Bearer ${await sign({}, { kid: 'unknown' })}`, /invalid token/],
-    [`Bearer ${await sign({}, { exp: Math.floor(Date.now() / 1000) - 10 })}`, /token expired/]
+    [undefined, /^missing Bearer token$/],
+    ['Basic abc', /^missing Bearer token$/],
+    ['Bearer ', /^empty Bearer token$/],
+    ['Bearer not.a.jwt', /^auth_failed:malformed$/],
+    [`Bearer ${await sign({}, { key: other.privateKey })}`, /^auth_failed:invalid_signature$/],
+    [`Bearer ${await sign({}, { iss: 'https://elsewhere/' })}`, /^auth_failed:wrong_issuer$/],
+    [`Bearer ${await sign({}, { aud: 'other-api' })}`, /^auth_failed:wrong_audience$/],
+    [`Bearer ${await sign({}, { kid: 'unknown' })}`, /^auth_failed:invalid_signature$/],
+    [`Bearer ${await sign({}, { exp: Math.floor(Date.now() / 1000) - 10 })}`, /^auth_failed:expired$/]
   ]
   for (const [header, message] of cases) {
     await t.rejects(verifier.verify(header, 'asset:track:write'), { code: 'unauthorized', status: 401, message }, String(header).slice(0, 40))

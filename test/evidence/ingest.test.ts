@@ -161,7 +161,7 @@ t.test('401 without a valid token, 403 without stream:write', async t => {
   const { url } = await setup(t)
   const body = multipartBody([envelopePart(baseEnvelope())])
   const none = await postEvidence(url, undefined, body)
-  t.same([none.status, none.body], [401, { status: 'error', code: 'unauthorized', details: { request: 'missing bearer token' } }])
+  t.same([none.status, none.body], [401, { status: 'error', code: 'unauthorized', details: { request: 'missing Bearer token' } }])
   const bad = await postEvidence(url, 'a.b.c', body)
   t.equal(bad.status, 401)
   const reader = await login(url, NO_SCOPE_CLIENT)

@@ -57,7 +57,7 @@ t.test('bad input gets the exact status and body, and nothing is published', asy
 
   const noToken = await fetch(`${url}/v1/asset/track`, { method: 'POST', body: example, headers: { 'content-type': 'application/json' } })
   t.equal(noToken.status, 401)
-  t.same(await noToken.json(), { status: 'error', message: 'missing bearer token' })
+  t.same(await noToken.json(), { status: 'error', message: 'missing Bearer token' })
   t.equal(noToken.headers.get('www-authenticate'), 'Bearer')
   const badToken = await track(example, { authorization: 'Bearer abc.def.ghi' })
   t.equal(badToken.status, 401, 'an invalid token is 401 even before the body is looked at')

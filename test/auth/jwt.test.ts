@@ -1,0 +1,62 @@
+import t from 'tap'
+import { SignJWT, generateKeyPair, type JWTPayload } from 'jose'
+import { bearerToken, verifyJwt, MAX_TOKEN_LIFETIME_S } from '../../src/auth/index.js'
+
+const detail = (fn: () => unknown): string => {
+  try {
+    fn()
+  } catch (err) {
+    return (err as Error).message
+  }
+  return 'passed'
+}
+
+t.test('one Bearer grammar: the scheme, spaces, one b64token', async t => {
+  const rows: Array<[string | undefined, string]> = [
+    [undefined, 'missing Bearer token'],
+    ['Basic dXNlcjpwdw==', 'missing Bearer token'],
+    ['', 'empty Bearer token'],
+    ['Bearer', 'empty Bearer token'],
+    ['Bearer    ', 'empty Bearer token'],
+    ['Bearer\tabc', 'auth_failed:malformed'],
+    ['Bearer abc def', 'auth_failed:malformed'],
+    ['Bearer abc\u0000', 'auth_failed:malformed'],
+    ['Bearer a"b', 'auth_failed:malformed'],
+    ['Bearerabc', 'missing Bearer token']
+  ]
+  for (const [header, expected] of rows) t.equal(detail(() => bearerToken(header)), expected, JSON.stringify(header))
+  t.equal(bearerToken('Bearer abc.def-_~+/=='), 'abc.def-_~+/==')
+  t.equal(bearerToken('bearer  abc  '), 'abc', 'the scheme is case-insensitive; spaces around the token are tolerated')
+})
+
+t.test('time claims: exp required and bounded, nbf and iat not in the future', async t => {
+  const { publicKey, privateKey } = await generateKeyPair('RS256')
+  const now = Math.floor(Date.now() / 1000)
+  const sign = (claims: JWTPayload) => new SignJWT(claims).setProtectedHeader({ alg: 'RS256' }).sign(privateKey)
+  const rules = { algorithms: ['RS256'], leewayS: 30 }
+  const check = async (claims: JWTPayload): Promise<string> => {
+    try {
+      await verifyJwt(await sign(claims), publicKey, rules)
+      return 'passed'
+    } catch (err) {
+      return (err as Error).message
+    }
+  }
+  t.equal(await check({ exp: now + 60 }), 'passed')
+  t.equal(await check({}), 'auth_failed:malformed', 'a token without exp is not one we accept')
+  t.equal(await check({ exp: now - 31 }), 'auth_failed:expired')
+  t.equal(await check({ exp: now - 29 }), 'passed', 'within the leeway')
+  t.equal(await check({ exp: now + 60, nbf: now + 3600 }), 'auth_failed:malformed', 'not valid yet')
+  t.equal(await check({ exp: now + 60, iat: now + 3600 }), 'auth_failed:malformed', 'issued in the future')
+  t.equal(await check({ exp: now + 60, iat: now + 20 }), 'passed', 'iat within the leeway')
+  t.equal(await check({ exp: now + MAX_TOKEN_LIFETIME_S + 60 }), 'auth_failed:malformed', 'an absurd exp')
+  t.equal(await check({ exp: 253402300799 }), 'auth_failed:malformed', 'year 9999')
+})
+
+t.test('an algorithm outside the rules is malformed before any key is tried', async t => {
+  const secret = new TextEncoder().encode('k'.repeat(32))
+  const hs = await new SignJWT({ exp: Math.floor(Date.now() / 1000) + 60 }).setProtectedHeader({ alg: 'HS256' }).sign(secret)
+  await t.rejects(verifyJwt(hs, secret, { algorithms: ['RS256'], leewayS: 0 }), { message: 'auth_failed:malformed', status: 401 })
+  const none = `${Buffer.from('{"alg":"none"}').toString('base64url')}.${Buffer.from(`{"exp":${Math.floor(Date.now() / 1000) + 60}}`).toString('base64url')}.`
+  await t.rejects(verifyJwt(none, secret, { algorithms: ['RS256', 'HS256'], leewayS: 0 }), { message: 'auth_failed:malformed' })
+})
