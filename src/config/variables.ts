@@ -74,6 +74,7 @@ export const variables = [
   { name: 'EVIDENCE_MAX_MEDIA', type: 'integer', default: 32, minimum: 0, description: 'media parts per request' },
   { name: 'EVIDENCE_EVENT_TYPES', type: 'list', default: [], description: 'event types allowed beyond the built-in allowlist' },
   { name: 'EVIDENCE_PLAYBACK_BASE_URL', type: 'url', description: 'adds `playback_url` to published media' },
+  { name: 'EVIDENCE_HASH_THREADS', type: 'integer', default: 2, minimum: 1, maximum: 64, description: 'worker threads that hash media (SHA-256) off the event loop' },
   { name: 'IDEMPOTENCY_TTL_S', type: 'integer', default: 86400, minimum: 1, description: 'how long an event_id is remembered' },
 
   // Harness
@@ -85,6 +86,8 @@ export const variables = [
   { name: 'HARNESS_RETENTION_S', type: 'integer', default: 604800, minimum: 1, description: 'how long terminal runs are kept' },
   { name: 'HARNESS_HEARTBEAT_MS', type: 'integer', default: 15000, minimum: 100, description: 'SSE comment interval' },
   { name: 'HARNESS_SSE_BUFFER', type: 'integer', default: 256 * KiB, minimum: 1024, description: 'bytes queued per slow subscriber before it is closed' },
+  { name: 'HARNESS_PUBLISH_BATCH_MAX', type: 'integer', default: 500, minimum: 1, description: 'run events per bus publish' },
+  { name: 'HARNESS_PUBLISH_LINGER_MS', type: 'integer', default: 5, minimum: 0, description: 'longest wait before a partial batch of run events leaves' },
   { name: 'HARNESS_LLM_URL', type: 'url', description: 'OpenAI-compatible base URL for `agentic` runs' },
   { name: 'HARNESS_LLM_MODEL', type: 'string', default: 'gpt-4o-mini', description: 'model name sent to it' },
   { name: 'HARNESS_LLM_API_KEY', type: 'string', description: 'bearer key sent to it' },

@@ -46,7 +46,7 @@ export class EvidenceService {
   ) {
     this.outbox = new Outbox(state, bus, log.child({ component: 'outbox' }))
     this.idempotency = new IdempotencyStore(state, config.idempotencyTtlS * 1000)
-    this.hashes = new HashPool(2)
+    this.hashes = new HashPool(config.evidenceHashThreads)
     this.allowlist = eventTypeAllowlist(config.evidenceEventTypes)
     const outbox = this.outbox
     new Gauge({ name: 'evidence_outbox_backlog', help: 'Envelopes accepted but not yet acknowledged by the bus', registers: [registry], collect () { this.set(outbox.backlog) } })

@@ -31,7 +31,7 @@ export class HarnessService {
     this.store = new RunStore(state)
     this.gate = new HarnessGate({ enabled: config.svcHarnessAuthEnabled, issuer: config.idpIssuer, jwksUrl: config.idpJwksUrl, audience: config.idpRs256Audience })
     this.keysLoaded = !config.svcHarnessAuthEnabled
-    this.publisher = new MicroBatcher({ maxBatch: 500, lingerMs: 5, maxPending: 100_000, timeoutMs: 30_000, publish: messages => bus.publish(config.topicRuns, messages) })
+    this.publisher = new MicroBatcher({ maxBatch: config.harnessPublishBatchMax, lingerMs: config.harnessPublishLingerMs, maxPending: 100_000, timeoutMs: 30_000, publish: messages => bus.publish(config.topicRuns, messages) })
     const modes = builtInModes({ url: config.harnessLlmUrl, model: config.harnessLlmModel, apiKey: config.harnessLlmApiKey })
     const unpublished = (err: Error, message: BusMessage): void => { log.warn({ err: err.message, runId: message.key }, 'run event not published to the bus') }
     const publish = (message: BusMessage): void => { this.publisher.push(message, unpublished) }
