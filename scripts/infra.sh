@@ -80,15 +80,31 @@ lock_run() {
 }
 
 # --------------------------------------------------------------- install ---
-install_kafka() {
-  [[ -f "$KAFKA_HOME/.complete" ]] && return 0
-  need mvn "used once to fetch the Kafka jars from Maven Central"
+# cached_install HOME TOOL WHY BUILD: run BUILD TMP once into a temporary
+# folder beside HOME, then move it into place with a .complete marker.  The
+# cache lock makes concurrent `up`s build once; a half-built folder is never
+# taken for a complete one.
+cached_install() {
+  local home="$1" tool="$2" why="$3" build="$4"
+  [[ -f "$home/.complete" ]] && return 0
+  need "$tool" "$why"
   lock_cache
-  [[ -f "$KAFKA_HOME/.complete" ]] && { unlock_cache; return 0; }
-  log "installing Kafka $KAFKA_VERSION jars from Maven Central into $KAFKA_HOME"
-  local tmp="$CACHE/.tmp-kafka-$KAFKA_VERSION"
+  [[ -f "$home/.complete" ]] && { unlock_cache; return 0; }
+  local tmp
+  tmp="$(dirname "$home")/.tmp-$(basename "$home")"
   rm -rf "$tmp"
   mkdir -p "$tmp"
+  "$build" "$tmp"
+  touch "$tmp/.complete"
+  rm -rf "$home"
+  mv "$tmp" "$home"
+  unlock_cache
+}
+
+# build_kafka TMP: the broker's jars from Maven Central.
+build_kafka() {
+  local tmp="$1"
+  log "installing Kafka $KAFKA_VERSION jars from Maven Central into $KAFKA_HOME"
   # kafka_2.13 = broker + StorageTool; kafka-tools = TopicCommand (used for the
   # readiness check) minus connect-runtime, which only Connect tools need.
   cat >"$tmp/pom.xml" <<EOF
@@ -126,21 +142,12 @@ EOF
     die "mvn could not fetch org.apache.kafka:kafka_$SCALA_VERSION:$KAFKA_VERSION (log: $tmp/mvn.log)"
   fi
   [[ -f "$tmp/jars/kafka_$SCALA_VERSION-$KAFKA_VERSION.jar" ]] || die "kafka jar missing after mvn run ($tmp/jars)"
-  touch "$tmp/.complete"
-  rm -rf "$KAFKA_HOME"
-  mv "$tmp" "$KAFKA_HOME"
-  unlock_cache
-  log "Kafka $KAFKA_VERSION installed ($(find "$KAFKA_HOME/jars" -name '*.jar' | wc -l) jars)"
 }
 
-install_minio() {
-  [[ -f "$MINIO_HOME/.complete" ]] && return 0
-  need go "used once to build MinIO with 'go install'"
-  lock_cache
-  [[ -f "$MINIO_HOME/.complete" ]] && { unlock_cache; return 0; }
+# build_minio TMP: the server built from the Go module proxy.
+build_minio() {
+  local tmp="$1"
   log "building MinIO (github.com/minio/minio@$MINIO_REF) with $(go version | awk '{print $3}'); this takes several minutes on a cold Go cache"
-  local tmp="$CACHE/.tmp-minio-$MINIO_REF"
-  rm -rf "$tmp"
   mkdir -p "$tmp/bin"
   # CGO off: a static binary, as MinIO's own release builds; run outside any
   # module so the repo's go.mod/go.work (if any) cannot interfere.
@@ -154,10 +161,17 @@ install_minio() {
   # version embedded in the binary is the real identity.
   go version -m "$tmp/bin/minio" | awk '$1 == "mod" && $2 == "github.com/minio/minio" {print $3}' >"$tmp/VERSION"
   [[ -s "$tmp/VERSION" ]] || echo "$MINIO_REF" >"$tmp/VERSION"
-  touch "$tmp/.complete"
-  rm -rf "$MINIO_HOME"
-  mv "$tmp" "$MINIO_HOME"
-  unlock_cache
+}
+
+install_kafka() {
+  [[ -f "$KAFKA_HOME/.complete" ]] && return 0
+  cached_install "$KAFKA_HOME" mvn "used once to fetch the Kafka jars from Maven Central" build_kafka
+  log "Kafka $KAFKA_VERSION installed ($(find "$KAFKA_HOME/jars" -name '*.jar' | wc -l) jars)"
+}
+
+install_minio() {
+  [[ -f "$MINIO_HOME/.complete" ]] && return 0
+  cached_install "$MINIO_HOME" go "used once to build MinIO with 'go install'" build_minio
   log "MinIO $(cat "$MINIO_HOME/VERSION") installed"
 }
 
