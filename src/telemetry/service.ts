@@ -30,7 +30,7 @@ export class TelemetryService {
   private async track (ctx: RequestContext): Promise<Reply> {
     const claims = await this.verifier.verify(ctx.headers['authorization'], TELEMETRY_SCOPE)
     const record = ctx.json()
-    const errors = recordErrors(record, ctx.headers)
+    const errors = recordErrors(record, ctx.headers, ctx.rawBody)
     if (Object.keys(errors).length > 0) throw new GatewayError('validation_error', 'Validation failed', { details: errors })
     const message = toMessage(record as AssetTrackingData, ctx.rawBody!, claims.client_id, ctx.requestId, new Date().toISOString())
     await this.batcher.add(message)
