@@ -67,5 +67,10 @@ export class LocalBus implements Bus {
     this.db.getStats()
   }
 
+  /** A commit that fails is an LMDB problem the next request meets on its own; nothing to predict. */
+  unavailable (): undefined {
+    return undefined
+  }
+
   async close (): Promise<void> {}
 }

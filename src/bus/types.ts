@@ -20,5 +20,11 @@ export interface Bus {
   publish(topic: string, messages: BusMessage[]): Promise<void>
   /** Throws when the bus cannot take messages now (readiness). */
   probe(): Promise<void>
+  /**
+   * Why the bus is known to be down (its last send or probe failed), or
+   * undefined when it is up or nothing is known yet: lets a caller refuse at
+   * once rather than wait for a publish deadline.
+   */
+  unavailable(): string | undefined
   close(): Promise<void>
 }

@@ -124,11 +124,13 @@ export class HttpServer {
     res.onAborted(() => ctx.abort())
     this.inFlight++
     const dialect = this.options.errors ?? 'plain'
+    const found = this.router.find(ctx.method, ctx.path)
     if (this.draining) {
-      ctx.send(503, errorBody(dialect, new GatewayError('shutting_down', 'server is shutting down')), { connection: 'close' }, true)
+      // In the dialect of the route asked for: its clients parse that body only.
+      const routeDialect = typeof found === 'object' ? found.value.dialect : dialect
+      ctx.send(503, errorBody(routeDialect, new GatewayError('shutting_down', 'server is shutting down')), { connection: 'close' }, true)
       return
     }
-    const found = this.router.find(ctx.method, ctx.path)
     if (found === undefined || found === 'method_not_allowed') {
       const err = found === undefined
         ? new GatewayError('not_found', `no route for ${ctx.method} ${ctx.path}`)
