@@ -61,6 +61,7 @@ export function publishedMessage (envelope: EventEnvelope, media: StoredMedia[],
   return {
     key: `${clientId}/${envelope.subject.device_id}`,
     value: JSON.stringify(value),
-    headers: { 'x-request-id': ctx.requestId, 'client-id': clientId, schema: EVIDENCE_SCHEMA_HEADER }
+    // message-id: the idempotency key, the same on every copy a crash may publish (docs/evidence.md).
+    headers: { 'x-request-id': ctx.requestId, 'client-id': clientId, schema: EVIDENCE_SCHEMA_HEADER, 'message-id': `${ctx.tenant}/${envelope.event_id}` }
   }
 }

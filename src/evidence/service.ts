@@ -45,7 +45,7 @@ export class EvidenceService {
     registry: Registry,
     owner: Owner
   ) {
-    this.outbox = new Outbox(state, bus, log.child({ component: 'outbox' }))
+    this.outbox = new Outbox(state, bus, log.child({ component: 'outbox' }), owner)
     this.idempotency = new IdempotencyStore(state, config.idempotencyTtlS * 1000, owner)
     this.hashes = new HashPool(config.evidenceHashThreads)
     this.allowlist = eventTypeAllowlist(config.evidenceEventTypes)

@@ -49,7 +49,7 @@ t.test('several clips: 202 with only the ack; objects stored; envelope published
   const [m, ...more] = await publishedAtLeast(1)
   t.equal(more.length, 0, 'published once')
   t.equal(m!.key, `${CLIENT.client_id}/cam-3`)
-  t.same(m!.headers, { 'x-request-id': 'ev-req-1', 'client-id': CLIENT.client_id, schema: 'event-envelope@1.0' })
+  t.same(m!.headers, { 'x-request-id': 'ev-req-1', 'client-id': CLIENT.client_id, schema: 'event-envelope@1.0', 'message-id': `${CLIENT.client_id}/evt-multi` })
   const env = m!.value
   t.equal(env.client_id, CLIENT.client_id)
   t.equal(env.request_id, 'ev-req-1')
