@@ -33,8 +33,10 @@ export function jsonTextProblems (text: Uint8Array, value: unknown, maxDepth = J
   const scan = scanText(text)
   if (scan.depth > maxDepth) return { body: `must not nest deeper than ${maxDepth} levels` }
   const problems: Record<string, string> = {}
-  const members = walk(value, '', problems)
-  if (members !== scan.members) {
+  const counted = { members: 0, nonFinite: false }
+  count(value, counted)
+  if (counted.nonFinite) nameNonFinite(value, '', problems)
+  if (counted.members !== scan.members) {
     const duplicate = findDuplicateKey(text)
     if (duplicate !== undefined) problems[duplicate || 'body'] ??= 'is given more than once'
   }
@@ -62,22 +64,34 @@ function stringEnd (text: Uint8Array, start: number): number {
   return i
 }
 
-/** Counts the members of every object and records non-finite numbers; recursion is bounded by the depth check. */
-function walk (value: unknown, path: string, problems: Record<string, string>): number {
+/** Counts the members of every object and notes a non-finite number; recursion is bounded by the depth check. */
+function count (value: unknown, counted: { members: number, nonFinite: boolean }): void {
+  if (typeof value === 'number') {
+    if (!Number.isFinite(value)) counted.nonFinite = true
+  } else if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) count(value[i], counted)
+  } else if (typeof value === 'object' && value !== null) {
+    for (const key in value) {
+      counted.members++
+      count((value as Record<string, unknown>)[key], counted)
+    }
+  }
+}
+
+/** Records where each non-finite number is (only run when there is one: building paths costs). */
+function nameNonFinite (value: unknown, path: string, problems: Record<string, string>): void {
   if (typeof value === 'number') {
     if (!Number.isFinite(value)) problems[errorKey(path) || 'body'] ??= 'must be a finite number (JSON has no Infinity)'
-    return 0
+  } else if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) nameNonFinite(value[i], `${path}/${i}`, problems)
+  } else if (typeof value === 'object' && value !== null) {
+    for (const key of Object.keys(value)) nameNonFinite((value as Record<string, unknown>)[key], `${path}/${pointer(key)}`, problems)
   }
-  if (typeof value !== 'object' || value === null) return 0
-  let members = 0
-  if (Array.isArray(value)) {
-    for (let i = 0; i < value.length; i++) members += walk(value[i], `${path}/${i}`, problems)
-    return members
-  }
-  for (const key of Object.keys(value)) {
-    members += 1 + walk((value as Record<string, unknown>)[key], `${path}/${key.replace(/~/g, '~0').replace(/\//g, '~1')}`, problems)
-  }
-  return members
+}
+
+/** A key as a JSON Pointer segment, which is what errorKey reads. */
+function pointer (key: string): string {
+  return key.replace(/~/g, '~0').replace(/\//g, '~1')
 }
 
 interface Frame { keys: Set<string> | undefined, path: string, index: number }
@@ -93,7 +107,7 @@ function findDuplicateKey (text: Uint8Array): string | undefined {
   const childPath = (): string => {
     const top = stack[stack.length - 1]
     if (!top) return ''
-    if (top.keys) return `${top.path}/${(pendingKey ?? '').replace(/~/g, '~0').replace(/\//g, '~1')}`
+    if (top.keys) return `${top.path}/${pointer(pendingKey ?? '')}`
     return `${top.path}/${top.index}`
   }
   for (let i = 0; i < text.length; i++) {
@@ -103,7 +117,7 @@ function findDuplicateKey (text: Uint8Array): string | undefined {
       const top = stack[stack.length - 1]
       if (top?.keys && pendingKey === undefined && isKey(text, end + 1)) {
         const key = JSON.parse(Buffer.from(text.buffer, text.byteOffset + i, end + 1 - i).toString('utf8')) as string
-        if (top.keys.has(key)) return errorKey(`${top.path}/${key.replace(/~/g, '~0').replace(/\//g, '~1')}`)
+        if (top.keys.has(key)) return errorKey(`${top.path}/${pointer(key)}`)
         top.keys.add(key)
         pendingKey = key
       }
