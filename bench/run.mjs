@@ -24,10 +24,12 @@ import { installCleanupHandlers, pinSelf, interrupted } from './lib/procs.mjs'
 import { ensureWrk } from './lib/wrk.mjs'
 import { createContext, runDeclarative } from './lib/context.mjs'
 import { WRK_COLUMNS, table, machine, writeResult } from './lib/report.mjs'
+import { wrkFigures, writeChart } from './lib/figures.mjs'
 import { summarizeProfile, formatProfile } from './lib/profile.mjs'
 import { sampleSystem } from './lib/sampler.mjs'
 import { readSettings, headline } from './lib/settings.mjs'
 import { UsageError } from './lib/env.mjs'
+import { history } from './history.mjs'
 import { BENCH_DIR, REPO_DIR } from './lib/paths.mjs'
 
 const SCENARIO_DIR = join(BENCH_DIR, 'scenarios')
@@ -56,6 +58,7 @@ function usage (scenarios) {
   return [
     'usage: npm run bench <scenario>...   run scenarios (bench/scenarios/<name>.mjs)',
     '       npm run bench all             run every scenario',
+    '       npm run bench history [scenario...] [--last N]   how each figure moved across the saved runs',
     '',
     'scenarios:',
     ...scenarios.map(s => `  ${s.name.padEnd(width)}  ${s.loadError ? `(cannot load: ${s.loadError})` : s.description ?? ''}`),
@@ -115,6 +118,7 @@ async function runScenario (scenario, settings) {
   }
 
   const { stamp, ...shownSettings } = settings
+  const figures = (scenario.figures ?? wrkFigures)(rows)
   const file = writeResult(settings.resultsDir, scenario.name, startedAt, {
     scenario: scenario.name,
     description: scenario.description,
@@ -129,9 +133,16 @@ async function runScenario (scenario, settings) {
     error: out.error,
     notes: out.notes,
     results: rows,
+    figures,
     profiles
   })
-  lines.push(`results: ${file}`)
+  const m = machine()
+  const chart = writeChart(settings.resultsDir, scenario.name, startedAt, {
+    title: `${scenario.name}: ${scenario.description}`,
+    subtitle: [title, `${startedAt.toISOString()}, commit ${m.gitCommit?.slice(0, 10) ?? '?'}${m.gitSrcDirty ? ' (src/ changed)' : ''}, ${m.nproc} CPUs (${m.cpuModel ?? '?'})${flagged.length ? `; flagged (dashed): ${flagged.map(r => r.label).join(', ')}` : ''}`],
+    figures
+  })
+  lines.push(`results: ${file}`, `chart: ${chart}`)
   process.stdout.write(lines.join('\n') + '\n')
   return flagged.length === 0 && !out.error
 }
@@ -150,8 +161,10 @@ async function checkQuiet () {
 }
 
 async function main (argv) {
+  const [command, ...rest] = argv.filter(a => a !== '--')
   installCleanupHandlers()
   const scenarios = await loadScenarios()
+  if (command === 'history') return history(rest, { resultsDir: process.env.BENCH_RESULTS_DIR || join(BENCH_DIR, 'results'), scenarios })
   const wanted = argv.filter(a => a !== '--')
   if (wanted.length === 0 || wanted.some(a => ['-h', '--help', 'help', 'list'].includes(a))) {
     process.stdout.write(usage(scenarios) + '\n')

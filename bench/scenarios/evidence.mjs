@@ -39,7 +39,7 @@ import { fmt } from '../lib/format.mjs'
 import { CLIENT } from '../lib/login.mjs'
 import { knobs, BODY_LIMIT, LEAN, TARGETS } from './evidence/knobs.mjs'
 import { runConfig } from './evidence/config.mjs'
-import { readRows, COLUMNS } from './evidence/rows.mjs'
+import { readRows, figures, COLUMNS } from './evidence/rows.mjs'
 
 /** The media file (and the warm-up one), made once, after a check that they and MinIO's copies fit on disk. */
 function mediaFiles (ctx, k, notes) {
@@ -65,6 +65,7 @@ export default {
   name: 'evidence',
   description: 'POST /v1/stream/events, 1 and 4 concurrent 256 MB media uploads to MinIO through the gateway beside lib-storage straight to MinIO',
   baseline: 'direct-lib-storage',
+  figures,
   headline (settings) {
     const k = knobs(settings)
     const where = settings.pin ? `gateway / direct uploader CPU${settings.serverCpu}, client CPU${settings.wrkCpu}, MinIO ${k.minioCpu === undefined ? 'not pinned' : `CPU${k.minioCpu}`}` : 'not pinned'

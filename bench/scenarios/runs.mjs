@@ -30,12 +30,13 @@ import { hardNofile, interrupted } from '../lib/procs.mjs'
 import { knobs, gatewayTarget, baselineTarget } from './runs/knobs.mjs'
 import { throughput } from './runs/throughput.mjs'
 import { delivery, capacity } from './runs/client.mjs'
-import { throughputNotes, verdicts, phaseTables, SUMMARY_COLUMNS } from './runs/tables.mjs'
+import { throughputNotes, verdicts, phaseTables, figures, SUMMARY_COLUMNS } from './runs/tables.mjs'
 
 export default {
   name: 'runs',
   description: 'run harness: POST /runs:start throughput with persistence, SSE delivery latency, concurrent subscribers and RSS',
   baseline: 'bare-uws',
+  figures,
   headline () {
     const k = knobs()
     return `run harness (ROLES=${k.roles}), phases ${k.phases.join(', ')}: wrk for throughput, bench/baselines/runs-client.mjs for delivery and capacity`

@@ -5,6 +5,7 @@ import { fmt } from '../../lib/format.mjs'
 import { median } from '../../lib/stats.mjs'
 import { STATUS_COLUMN } from '../../lib/report.mjs'
 import { boundKind, boundNote, cpuShares, isClean, loadCoreBusy, notQuiet } from '../../lib/verdicts.mjs'
+import { figure, figuresOf } from '../../lib/figures.mjs'
 import { LAG_RESOLUTION_S, MiB, TARGETS, lagMs } from './knobs.mjs'
 
 /**
@@ -124,3 +125,14 @@ export const COLUMNS = [
   STATUS_COLUMN
 ]
 
+/** What the chart draws and `bench history` follows. */
+export function figures (rows) {
+  return figuresOf(rows, r => {
+    const group = `${r.label} ×${r.concurrency}`
+    return [
+      figure(r, 'upload throughput', 'MB/s', group, 'MB/s', r.mbPerSec),
+      figure(r, 'peak RSS of the uploader', 'MiB', group, 'peak RSS', r.peakRssBytes / MiB),
+      figure(r, 'event-loop p99 (minus its 10 ms tick)', 'ms', group, 'p99', lagMs(r))
+    ]
+  })
+}

@@ -4,6 +4,7 @@ import { table, STATUS_COLUMN } from '../../lib/report.mjs'
 import { fmt } from '../../lib/format.mjs'
 import { formatStatuses } from '../../lib/logs.mjs'
 import { boundKind, boundNote, cpuShares, littlesLaw, verdict } from '../../lib/verdicts.mjs'
+import { figure, figuresOf } from '../../lib/figures.mjs'
 import { TARGETS } from './knobs.mjs'
 
 const MiB = 1024 * 1024
@@ -150,3 +151,20 @@ export const SUMMARY_COLUMNS = [
   STATUS_COLUMN
 ]
 
+/** What the chart draws and `bench history` follows. */
+export function figures (rows) {
+  return figuresOf(rows, r => {
+    if (r.phase === 'throughput') {
+      return [
+        figure(r, 'runs:start throughput', 'runs/s', r.label, 'accepted (202)', r.acceptedPerSec),
+        figure(r, 'runs:start throughput', 'runs/s', r.label, 'ended', r.completedPerSec),
+        ...['p50', 'p99'].map(p => figure(r, 'runs:start latency', 'ms', r.label, p, r.latencyMs?.[p]))
+      ]
+    }
+    if (r.phase === 'delivery') {
+      const group = `${r.label} ${r.loadPoint.concurrency}×${r.loadPoint.subscribers}`
+      return ['p50', 'p99'].map(p => figure(r, 'SSE delivery of run.succeeded', 'ms', group, p, r.deliveryMs?.[p]))
+    }
+    return [figure(r, 'server RSS holding SSE streams', 'MiB', `${r.label} ${fmt.count(r.level)}`, 'RSS', r.rssBytes / MiB)]
+  })
+}
