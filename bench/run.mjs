@@ -59,6 +59,8 @@ function usage (scenarios) {
     'usage: npm run bench <scenario>...   run scenarios (bench/scenarios/<name>.mjs)',
     '       npm run bench all             run every scenario',
     '       npm run bench history [scenario...] [--last N]   how each figure moved across the saved runs',
+    '       npm run bench load -- --url <base> --client-id <id> --client-secret <secret> [...]',
+    '                                     drive any deployment at a fixed rate (--help for the options)',
     '',
     'scenarios:',
     ...scenarios.map(s => `  ${s.name.padEnd(width)}  ${s.loadError ? `(cannot load: ${s.loadError})` : s.description ?? ''}`),
@@ -162,6 +164,8 @@ async function checkQuiet () {
 
 async function main (argv) {
   const [command, ...rest] = argv.filter(a => a !== '--')
+  // The load tool runs against any deployment and handles its own signals (it reports on Ctrl-C).
+  if (command === 'load') return (await import('./load/main.mjs')).load(rest)
   installCleanupHandlers()
   const scenarios = await loadScenarios()
   if (command === 'history') return history(rest, { resultsDir: process.env.BENCH_RESULTS_DIR || join(BENCH_DIR, 'results'), scenarios })
