@@ -120,8 +120,7 @@ async function runScenario (scenario, settings) {
   }
 
   const { stamp, ...shownSettings } = settings
-  const figures = (scenario.figures ?? wrkFigures)(rows)
-  const file = writeResult(settings.resultsDir, scenario.name, startedAt, {
+  const data = {
     scenario: scenario.name,
     description: scenario.description,
     headline: title,
@@ -135,15 +134,11 @@ async function runScenario (scenario, settings) {
     error: out.error,
     notes: out.notes,
     results: rows,
-    figures,
+    figures: (scenario.figures ?? wrkFigures)(rows),
     profiles
-  })
-  const m = machine()
-  const chart = writeChart(settings.resultsDir, scenario.name, startedAt, {
-    title: `${scenario.name}: ${scenario.description}`,
-    subtitle: [title, `${startedAt.toISOString()}, commit ${m.gitCommit?.slice(0, 10) ?? '?'}${m.gitSrcDirty ? ' (src/ changed)' : ''}, ${m.nproc} CPUs (${m.cpuModel ?? '?'})${flagged.length ? `; flagged (dashed): ${flagged.map(r => r.label).join(', ')}` : ''}`],
-    figures
-  })
+  }
+  const file = writeResult(settings.resultsDir, scenario.name, startedAt, data)
+  const chart = writeChart(settings.resultsDir, scenario.name, startedAt, data, settings.busyThreshold)
   lines.push(`results: ${file}`, `chart: ${chart}`)
   process.stdout.write(lines.join('\n') + '\n')
   return flagged.length === 0 && !out.error

@@ -43,9 +43,31 @@ export function barPanels (figures) {
 /** One run's chart: its figures as bars under a title; `more` panels after them. */
 export const runChart = ({ title, subtitle, figures, more = [] }) => chartSvg({ title, subtitle, panels: [...barPanels(figures), ...more] })
 
-/** Writes runChart(...) beside the run's JSON (same name, .svg); returns the file. */
-export function writeChart (dir, name, startedAt, chart) {
+/**
+ * The chart of a saved run, from the JSON the runner writes: its figures
+ * under its headline, the commit and machine, and warnings for flagged rows
+ * and rows measured while other processes took CPU (`threshold` of a core).
+ */
+export function resultChart (data, threshold = 0.1) {
+  const m = data.machine ?? {}
+  const rows = data.results ?? []
+  const noisy = rows.filter(r => r.othersCpu > threshold)
+  const worst = Math.max(0, ...noisy.map(r => r.othersCpu))
+  return runChart({
+    title: `${data.scenario}: ${data.description}`,
+    subtitle: [
+      data.headline,
+      `${data.startedAt}, commit ${m.gitCommit?.slice(0, 10) ?? '?'}${m.gitSrcDirty ? ' (src/ changed)' : ''}, ${m.nproc} CPUs (${m.cpuModel ?? '?'})` +
+        (data.flagged?.length ? `; flagged (dashed): ${data.flagged.join(', ')}` : ''),
+      ...(noisy.length ? [{ warn: true, text: `NOT a quiet machine: other processes took up to ${Math.round(worst * 100)}% of a core during ${[...new Set(noisy.map(r => r.label))].join(', ')}: figures low and noisy` }] : [])
+    ],
+    figures: data.figures
+  })
+}
+
+/** Writes resultChart(data) beside the run's JSON (same name, .svg); returns the file. */
+export function writeChart (dir, name, startedAt, data, threshold) {
   const file = resultFile(dir, name, startedAt, 'svg')
-  writeFileSync(file, runChart(chart))
+  writeFileSync(file, resultChart(data, threshold))
   return file
 }

@@ -119,7 +119,8 @@ function wrap (s, max = 130) {
 }
 
 /**
- * An SVG document: `title` and `subtitle` (lines of text, wrapped), then the panels
+ * An SVG document: `title` and `subtitle` (lines of text, wrapped; `{ text, warn: true }`
+ * for a warning), then the panels
  * top to bottom. A panel is { kind: 'bars' | 'lines', ... } (see above).
  */
 export function chartSvg ({ title, subtitle = [], panels, width = 820 }) {
@@ -127,7 +128,10 @@ export function chartSvg ({ title, subtitle = [], panels, width = 820 }) {
   let y = 4
   for (const line of wrap(title, 85)) { y += 18; parts.push(text(10, y, line, 'font-size="15" font-weight="700"')) }
   y += 8
-  for (const line of subtitle.flatMap(l => wrap(l))) { y += 15; parts.push(text(10, y, line, 'font-size="11" fill="#555"')) }
+  for (const item of subtitle) {
+    const { text: line, warn } = typeof item === 'string' ? { text: item } : item
+    for (const l of wrap(line)) { y += 15; parts.push(text(10, y, l, `font-size="11" fill="${warn ? '#b3261e' : '#555'}"`)) }
+  }
   y += 12
   for (const p of panels) {
     const { svg, height } = (p.kind === 'lines' ? linesPanel : barsPanel)(p, y, width)

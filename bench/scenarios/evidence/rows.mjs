@@ -66,7 +66,8 @@ function annotate (rows, ctx) {
   for (const r of rows) {
     const runs = r.runs ?? [r]
     const busy = runs.filter(x => x.othersCpu > ctx.settings.busyThreshold)
-    if (busy.length) r.notes.push(notQuiet(Math.max(...busy.map(x => x.othersCpu)), ` (at most) during ${busy.length} of ${runs.length} run(s)`))
+    const each = busy.length > 1 ? ` (${busy.map(x => fmt.pct(x.othersCpu)).join(', ')})` : ''
+    if (busy.length) r.notes.push(notQuiet(Math.max(...busy.map(x => x.othersCpu)), ` during ${busy.length} of ${runs.length} run(s)${each}`))
   }
 }
 
