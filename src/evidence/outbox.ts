@@ -123,6 +123,8 @@ export class Outbox {
 
   /** Local bus: read, append and delete one step in one transaction. */
   private async stepInTransaction (log: TransactionalLog): Promise<number> {
+    // An idle relay looks every second: without a write transaction when there is nothing to take.
+    if (this.backlog === 0) return 0
     let sent = 0
     await this.state.transaction(() => {
       for (const step of this.nextSteps()) {
@@ -137,7 +139,7 @@ export class Outbox {
 
   /** Any other bus: publish each step, then delete it. */
   private async stepThenDelete (): Promise<number> {
-    if (!await this.lead()) return 0
+    if (this.backlog === 0 || !await this.lead()) return 0
     let sent = 0
     for (const step of this.nextSteps()) {
       await this.bus.publish(step.topic, step.messages)
