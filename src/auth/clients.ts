@@ -2,6 +2,7 @@ import type { Database } from 'lmdb'
 import type { Logger } from 'pino'
 import { ConfigError, readJsonFile } from '../config/index.js'
 import type { StateStore } from '../state/index.js'
+import { isStorageId, STORAGE_ID_RULE } from '../validation/index.js'
 import { hashSecret, isSecretHash, verifySecret } from './secrets.js'
 
 export interface Client {
@@ -33,6 +34,18 @@ const fileSchema = {
 type FileEntry = Omit<Client, 'client_secret_hash' | 'tenant'> & { client_secret?: string, client_secret_hash?: string, tenant?: string }
 
 /**
+ * Why a client's id or tenant cannot be used, or undefined. Both become
+ * object-key prefixes and idempotency keys, so both are storage identifiers
+ * (docs/identifiers.md); a client that could not log in usefully is refused
+ * where it is registered, not at its first upload.
+ */
+export function clientIdentityProblem (clientId: string, tenant: string = clientId): string | undefined {
+  if (!isStorageId(clientId)) return `client_id ${JSON.stringify(clientId)} ${STORAGE_ID_RULE}`
+  if (!isStorageId(tenant)) return `tenant ${JSON.stringify(tenant)} of client ${clientId} ${STORAGE_ID_RULE}`
+  return undefined
+}
+
+/**
  * Clients from AUTH_CLIENTS_FILE (read once at start) and from LMDB (written by
  * `gateway clients`, read on every login so a running service sees changes).
  */
@@ -50,6 +63,8 @@ export class ClientRegistry {
     this.decoy = await hashSecret('decoy')
     if (!file) return
     for (const e of readJsonFile<FileEntry[]>('AUTH_CLIENTS_FILE', file, fileSchema)) {
+      const problem = clientIdentityProblem(e.client_id, e.tenant)
+      if (problem !== undefined) throw new ConfigError(`AUTH_CLIENTS_FILE ${file}: ${problem} (docs/identifiers.md)`)
       let hash = e.client_secret_hash
       if (hash !== undefined && !isSecretHash(hash)) throw new ConfigError(`AUTH_CLIENTS_FILE ${file}: client ${e.client_id} has a malformed client_secret_hash`)
       if (hash === undefined) {
@@ -60,7 +75,9 @@ export class ClientRegistry {
     }
   }
 
+  /** The client, or undefined; an id outside the grammar names no client (and is no LMDB key). */
   get (clientId: string): Client | undefined {
+    if (!isStorageId(clientId)) return undefined
     return this.db.get(clientId) ?? this.fromFile.get(clientId)
   }
 
@@ -78,12 +95,14 @@ export class ClientRegistry {
   }
 
   async put (client: Client): Promise<void> {
+    const problem = clientIdentityProblem(client.client_id, client.tenant)
+    if (problem !== undefined) throw new Error(problem)
     await this.db.put(client.client_id, client)
   }
 
   /** False when the client is not in LMDB (file clients are changed in their file). */
   async remove (clientId: string): Promise<boolean> {
-    if (this.db.get(clientId) === undefined) return false
+    if (!isStorageId(clientId) || this.db.get(clientId) === undefined) return false
     return this.db.remove(clientId)
   }
 }
