@@ -3,7 +3,7 @@ import type { Logger } from 'pino'
 import { ConfigError, readJsonFile } from '../config/index.js'
 import type { StateStore } from '../state/index.js'
 import { isStorageId, STORAGE_ID_RULE } from '../validation/index.js'
-import { hashSecret, isSecretHash, verifySecret } from './secrets.js'
+import { isSecretHash } from './secrets.js'
 
 export interface Client {
   readonly client_id: string
@@ -52,26 +52,24 @@ export function clientIdentityProblem (clientId: string, tenant: string = client
 export class ClientRegistry {
   private readonly db: Database<Client, string>
   private readonly fromFile = new Map<string, Client>()
-  /** Hash checked when the client_id is unknown, so a miss costs what a hit costs. */
-  private decoy = ''
 
   constructor (state: StateStore) {
     this.db = state.openDB<Client, string>({ name: 'auth-clients' })
   }
 
-  async init (file: string | undefined, log: Logger): Promise<void> {
-    this.decoy = await hashSecret('decoy')
+  /** Reads AUTH_CLIENTS_FILE; a plain secret is hashed with `hash`. Fails start-up on any bad entry. */
+  async load (file: string | undefined, log: Logger, hash: (secret: string) => Promise<string>): Promise<void> {
     if (!file) return
     for (const e of readJsonFile<FileEntry[]>('AUTH_CLIENTS_FILE', file, fileSchema)) {
       const problem = clientIdentityProblem(e.client_id, e.tenant)
       if (problem !== undefined) throw new ConfigError(`AUTH_CLIENTS_FILE ${file}: ${problem} (docs/identifiers.md)`)
-      let hash = e.client_secret_hash
-      if (hash !== undefined && !isSecretHash(hash)) throw new ConfigError(`AUTH_CLIENTS_FILE ${file}: client ${e.client_id} has a malformed client_secret_hash`)
-      if (hash === undefined) {
+      let secretHash = e.client_secret_hash
+      if (secretHash !== undefined && !isSecretHash(secretHash)) throw new ConfigError(`AUTH_CLIENTS_FILE ${file}: client ${e.client_id} has a malformed client_secret_hash`)
+      if (secretHash === undefined) {
         log.warn({ client_id: e.client_id }, 'AUTH_CLIENTS_FILE holds a plain client_secret; use client_secret_hash outside development')
-        hash = await hashSecret(e.client_secret!)
+        secretHash = await hash(e.client_secret!)
       }
-      this.fromFile.set(e.client_id, { client_id: e.client_id, client_secret_hash: hash, audiences: e.audiences, scopes: e.scopes, tenant: e.tenant ?? e.client_id })
+      this.fromFile.set(e.client_id, { client_id: e.client_id, client_secret_hash: secretHash, audiences: e.audiences, scopes: e.scopes, tenant: e.tenant ?? e.client_id })
     }
   }
 
@@ -79,13 +77,6 @@ export class ClientRegistry {
   get (clientId: string): Client | undefined {
     if (!isStorageId(clientId)) return undefined
     return this.db.get(clientId) ?? this.fromFile.get(clientId)
-  }
-
-  /** The client when the secret matches, else undefined; same work either way. */
-  async authenticate (clientId: string, secret: string): Promise<Client | undefined> {
-    const client = this.get(clientId)
-    const ok = await verifySecret(client?.client_secret_hash ?? this.decoy, secret)
-    return ok && client ? client : undefined
   }
 
   list (): Client[] {
