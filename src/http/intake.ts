@@ -61,6 +61,9 @@ export class Intake<E> {
   auth: unknown
   readonly onData: (chunk: ArrayBuffer, isLast: boolean) => void
   private chunks: Buffer[] = []
+  /** A declared body's one buffer, once admitted; `filled` bytes of it are in. */
+  private whole: Buffer | undefined
+  private filled = 0
   private reserved = 0
   private drainedBytes = 0
   private answer: Answer | undefined
@@ -72,17 +75,28 @@ export class Intake<E> {
 
   /** The whole collected body. */
   body (): Buffer {
+    if (this.whole !== undefined) return this.whole
     return this.chunks.length === 1 ? this.chunks[0]! : Buffer.concat(this.chunks, this.received)
   }
 
   /**
-   * Takes the budget for all of the declared body at once, so a body that
-   * will not fit is refused now rather than after it was partly buffered.
+   * Lets the body in once its route's check passed: takes the budget for all
+   * of a declared body at once, so one that will not fit is refused now
+   * rather than after it was partly buffered, and gives it one buffer of its
+   * length, so the bytes are not held twice on the way (pieces, then their
+   * concatenation). False when the budget cannot hold it.
    */
-  reserveDeclared (): boolean {
-    if (this.declared === undefined || this.declared <= this.reserved) return true
-    if (!this.host.budget.take(this.declared - this.reserved)) return false
+  admit (): boolean {
+    this.authorized = true
+    if (this.declared === undefined) return true
+    if (this.declared > this.reserved && !this.host.budget.take(this.declared - this.reserved)) return false
     this.reserved = this.declared
+    const whole = Buffer.allocUnsafe(this.declared)
+    let filled = 0
+    for (const c of this.chunks) filled += c.copy(whole, filled)
+    this.whole = whole
+    this.filled = filled
+    this.chunks = []
     return true
   }
 
@@ -129,7 +143,10 @@ export class Intake<E> {
       }
       this.reserved = this.received
     }
-    if (chunk.byteLength > 0) this.chunks.push(copyChunk(chunk))
+    if (this.whole !== undefined) {
+      this.whole.set(new Uint8Array(chunk), this.filled)
+      this.filled += chunk.byteLength
+    } else if (chunk.byteLength > 0) this.chunks.push(copyChunk(chunk))
     if (!this.authorized) {
       // Until the route's check passes, read no further than what already arrived with the headers.
       if (!isLast) this.exchange.pause()
@@ -182,6 +199,7 @@ export class Intake<E> {
 
   private release (): void {
     this.chunks = []
+    this.whole = undefined
     if (this.reserved > 0) {
       this.host.budget.give(this.reserved)
       this.reserved = 0

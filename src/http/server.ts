@@ -239,9 +239,8 @@ export class HttpServer implements IntakeHost<Entry> {
       if (intake?.overloaded === true) return this.refused(intake, bodiesOverloaded())
       return this.run(ctx, entry, auth)
     }
-    if (intake.overloaded || !intake.reserveDeclared()) return this.refused(intake, bodiesOverloaded())
     intake.auth = auth
-    intake.authorized = true
+    if (intake.overloaded || !intake.admit()) return this.refused(intake, bodiesOverloaded())
     if (intake.complete) this.collected(intake)
     else ctx.resume()
   }
