@@ -31,7 +31,7 @@ function memory (pid: number): { rss: number, peak: number } {
 
 async function gauge (url: string, name: string): Promise<number> {
   const text = await (await fetch(`${url}/metrics`)).text()
-  return Number(new RegExp(`^${name} (\\d+)$`, 'm').exec(text)![1])
+  return Number(new RegExp(`^${name} (\\d+)$`, 'm').exec(text)?.[1])
 }
 
 /** One request on its own connection, the body written in full; resolves with the answer's status line and body. */
@@ -65,7 +65,7 @@ t.test(`${CONNECTIONS} connections without a token, 1 MiB each to /v1/asset/trac
   // Warm up both routes and the metrics, so start-up allocations are behind us.
   await post(port, '/v1/asset/track', {}, body)
   await post(harnessPort, '/runs', {}, body)
-  await gauge(url, 'http_body_buffer_peak_bytes')
+  await fetch(`${url}/metrics`)
   const before = memory(gw.proc.pid!)
 
   const answers = await Promise.all(Array.from({ length: CONNECTIONS }, (_, i) => i % 2 === 0
