@@ -31,8 +31,8 @@ export const variables = [
 
   // HTTP edge
   { name: 'HTTP_BODY_BUFFER_BYTES', type: 'integer', default: 64 * MiB, minimum: MiB, description: 'memory all JSON bodies being collected may hold together; past it, 503 `overloaded`' },
-  { name: 'HTTP_DRAIN_MAX_BYTES', type: 'integer', default: 64 * MiB, minimum: 0, description: 'bytes of a refused body read and discarded so the client sees the answer; past it, answer and close' },
-  { name: 'HTTP_DRAIN_TIMEOUT_MS', type: 'integer', default: 10000, minimum: 1, description: 'longest wait for the rest of a refused body before answering and closing' },
+  { name: 'HTTP_DRAIN_MAX_BYTES', type: 'integer', default: 64 * MiB, minimum: 0, description: 'body bytes read and discarded after an early answer (401, a replay...) so the client receives it; past it, answer at once and close' },
+  { name: 'HTTP_DRAIN_TIMEOUT_MS', type: 'integer', default: 10000, minimum: 1, description: 'longest wait for the rest of a body after an early answer; past it, answer at once and close' },
 
   // Login
   { name: 'AUTH_CLIENTS_FILE', type: 'string', description: 'JSON array of clients (see docs/auth.md)' },
