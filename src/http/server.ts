@@ -1,12 +1,13 @@
 import type * as UWS from 'uWebSockets.js'
 import type { Logger } from 'pino'
-import { Counter, Histogram, type Registry } from 'prom-client'
+import type { Registry } from 'prom-client'
 import { BodyReader, payloadTooLarge } from './body.js'
 import { BodyBudget } from './budget.js'
 import { RequestContext, type Reply } from './context.js'
 import { GatewayError, toGatewayError } from '../errors.js'
 import { errorBody, type ErrorDialect } from './error-bodies.js'
 import { Intake, bodiesOverloaded, type CutReason, type IntakeHost } from './intake.js'
+import { ServerMetrics } from './metrics.js'
 import { Router } from './router.js'
 
 export type Handler<A = unknown> = (ctx: RequestContext, auth: A) => Reply | undefined | Promise<Reply | undefined>
@@ -50,6 +51,7 @@ export interface HttpServerOptions {
 
 const MiB = 1024 * 1024
 const DEFAULT_BODY_LIMIT = MiB
+const NO_BODY = Buffer.alloc(0)
 
 interface Entry { route: Route, label: string, limit: number, dialect: ErrorDialect }
 
@@ -65,12 +67,7 @@ export class HttpServer implements IntakeHost<Entry> {
   private readonly router = new Router<Entry>()
   private readonly log: Logger
   private readonly dialect: ErrorDialect
-  private readonly duration: Histogram<'method' | 'route' | 'status'>
-  private readonly count: Counter<'method' | 'route' | 'status'>
-  private readonly drainedBytes: Counter
-  private readonly drainsCut: Counter<'reason'>
-  /** Metric children per method/route/status: prom-client hashes a label object on every call otherwise. */
-  private readonly series = new Map<string, { duration: { observe(v: number): void }, count: { inc(): void } }>()
+  private readonly metrics: ServerMetrics
   private readonly finished = (ctx: RequestContext, status: number): void => { this.finish(ctx, status) }
   private listenSocket: UWS.us_listen_socket | undefined
   private draining: Promise<void> | undefined
@@ -92,31 +89,7 @@ export class HttpServer implements IntakeHost<Entry> {
     this.drainTimeoutMs = options.drainTimeoutMs ?? 10_000
     this.app = options.uws.App()
     this.app.any('/*', (res, req) => this.dispatch(res, req))
-    const labelNames = ['method', 'route', 'status'] as const
-    this.duration = new Histogram({
-      name: `${options.name}_http_request_duration_seconds`,
-      help: `Latency of ${options.name} requests by route`,
-      labelNames,
-      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10],
-      registers: [options.registry]
-    })
-    this.count = new Counter({
-      name: `${options.name}_http_requests_total`,
-      help: `Requests to ${options.name} by route and status`,
-      labelNames,
-      registers: [options.registry]
-    })
-    this.drainedBytes = new Counter({
-      name: `${options.name}_http_drained_bytes_total`,
-      help: 'Request body bytes read and discarded so that an answer given before the end of the body reaches the client',
-      registers: [options.registry]
-    })
-    this.drainsCut = new Counter({
-      name: `${options.name}_http_drains_cut_short_total`,
-      help: 'Early answers sent before the end of the body, closing the connection: the rest was over HTTP_DRAIN_MAX_BYTES (size) or late past HTTP_DRAIN_TIMEOUT_MS (time)',
-      labelNames: ['reason'],
-      registers: [options.registry]
-    })
+    this.metrics = new ServerMetrics(options.name, options.registry)
   }
 
   get inFlightRequests (): number {
@@ -157,11 +130,11 @@ export class HttpServer implements IntakeHost<Entry> {
   }
 
   drained (bytes: number): void {
-    this.drainedBytes.inc(bytes)
+    this.metrics.drained(bytes)
   }
 
   cutShort (reason: CutReason): void {
-    this.drainsCut.inc({ reason })
+    this.metrics.cutShort(reason)
   }
 
   collected (intake: Intake<Entry>): void {
@@ -237,6 +210,7 @@ export class HttpServer implements IntakeHost<Entry> {
     const intake = ctx.intake as Intake<Entry> | undefined
     if (intake === undefined || intake.mode !== 'collect') {
       if (intake?.overloaded === true) return this.refused(intake, bodiesOverloaded())
+      if (intake === undefined && entry.route.body === 'json') ctx.rawBody = NO_BODY
       return this.run(ctx, entry, auth)
     }
     intake.auth = auth
@@ -292,15 +266,7 @@ export class HttpServer implements IntakeHost<Entry> {
   private finish (ctx: RequestContext, status: number): void {
     ctx.intake?.close()
     const seconds = (performance.now() - ctx.startedAt) / 1000
-    const key = `${ctx.method} ${status} ${ctx.route}`
-    let series = this.series.get(key)
-    if (!series) {
-      const labels = { method: ctx.method, route: ctx.route, status: String(status) }
-      series = { duration: this.duration.labels(labels), count: this.count.labels(labels) }
-      this.series.set(key, series)
-    }
-    series.duration.observe(seconds)
-    series.count.inc()
+    this.metrics.request(ctx.method, ctx.route, status, seconds)
     const line = { reqId: ctx.requestId, method: ctx.method, route: ctx.route, status, ms: Math.round(seconds * 1e5) / 100 }
     if (ctx.quiet) this.log.debug(line, 'request')
     else this.log.info(line, 'request')
