@@ -85,6 +85,26 @@ t.test('Content-Length with Transfer-Encoding: uWS closes before any handler run
   t.same(s.hits, [], 'neither request reached a handler')
 })
 
+t.test('uWS itself: a Content-Length that is not a number closes the connection after the handler, without an answer', async t => {
+  const s = await counting(t)
+  for (const length of ['5x', '-1', '5, 5', '99999999999999999999999']) {
+    const { text, closed } = await exchange(s.port, [`POST /a HTTP/1.1\r\nHost: x\r\nContent-Length: ${length}\r\n\r\nhello${smuggled}`])
+    t.equal(text, '', JSON.stringify(length))
+    t.ok(closed)
+  }
+  t.same(s.hits, [], 'the gateway refused them before any route ran; uWS closed first')
+})
+
+t.test('uWS itself: HTTP/1.0, or HTTP/1.1 without Host, never reaches the gateway', async t => {
+  const s = await counting(t)
+  for (const head of ['GET /a HTTP/1.0\r\nHost: x\r\n\r\n', 'GET /a HTTP/1.0\r\n\r\n', 'GET /a HTTP/1.1\r\n\r\n']) {
+    const { text, closed } = await exchange(s.port, [head, 'x'.repeat(5000)])
+    t.equal(text, '', JSON.stringify(head))
+    t.ok(closed)
+  }
+  t.same(s.hits, [])
+})
+
 t.test('a Transfer-Encoding other than chunked, or an empty Content-Length, is 400 and closed', async t => {
   const s = await counting(t)
   const cases = [
