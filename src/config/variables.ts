@@ -29,6 +29,11 @@ export const variables = [
   { name: 'SHUTDOWN_TIMEOUT_MS', type: 'integer', default: 10000, minimum: 0, description: 'how long SIGTERM waits for in-flight requests' },
   { name: 'UWS_ALLOW_FALLBACK', type: 'boolean', default: false, description: 'start even on the slow uWS Node emulation (never for figures)' },
 
+  // HTTP edge
+  { name: 'HTTP_BODY_BUFFER_BYTES', type: 'integer', default: 64 * MiB, minimum: MiB, description: 'memory all JSON bodies being collected may hold together; past it, 503 `overloaded`' },
+  { name: 'HTTP_DRAIN_MAX_BYTES', type: 'integer', default: 64 * MiB, minimum: 0, description: 'body bytes read and discarded after an early answer (401, a replay...) so the client receives it; past it, answer at once and close' },
+  { name: 'HTTP_DRAIN_TIMEOUT_MS', type: 'integer', default: 10000, minimum: 1, description: 'longest wait for the rest of a body after an early answer; past it, answer at once and close' },
+
   // Login
   { name: 'AUTH_CLIENTS_FILE', type: 'string', description: 'JSON array of clients (see docs/auth.md)' },
   { name: 'AUTH_SIGNING_KEY_FILE', type: 'string', description: 'PKCS#8 PEM RSA key to sign with instead of the generated one' },
@@ -36,8 +41,13 @@ export const variables = [
   { name: 'AUTH_AUDIENCE', type: 'list', default: ['evidence-gateway'], description: 'audiences the ingest routes accept' },
   { name: 'AUTH_TOKEN_TTL_S', type: 'integer', default: 86400, minimum: 60, description: 'token validity' },
   { name: 'AUTH_KEY_ROTATION_S', type: 'integer', default: 2592000, minimum: 60, description: 'age at which the signing key is replaced' },
-  { name: 'AUTH_MAX_FAILURES', type: 'integer', default: 10, minimum: 1, description: 'failed logins per client_id or address before 429' },
-  { name: 'AUTH_FAILURE_WINDOW_S', type: 'integer', default: 300, minimum: 1, description: 'window of the failed-login count' },
+  { name: 'AUTH_MAX_FAILURES', type: 'integer', default: 10, minimum: 1, description: 'failed logins of one client_id from one address before 429' },
+  { name: 'AUTH_ADDRESS_MAX_FAILURES', type: 'integer', default: 100, minimum: 1, description: 'failed logins from one address, any client_id, before 429' },
+  { name: 'AUTH_FAILURE_WINDOW_S', type: 'integer', default: 300, minimum: 1, description: 'window of the failed-login counts' },
+  { name: 'AUTH_CLIENT_ADDRESS_HEADER', type: 'string', description: 'header a trusted proxy sets to the client address (last entry used), for the failed-login counts; only when nothing else can reach the gateway' },
+  { name: 'AUTH_HASH_THREADS', type: 'integer', default: 1, minimum: 1, maximum: 16, description: 'worker threads that check client secrets (scrypt), apart from libuv\'s pool' },
+  { name: 'AUTH_HASH_QUEUE', type: 'integer', default: 64, minimum: 0, description: 'logins that may wait for a hash thread; more get 503 with Retry-After' },
+  { name: 'AUTH_SECRET_CACHE_S', type: 'integer', default: 300, minimum: 0, description: 'how long a verified client secret is trusted without hashing again (0: never)' },
 
   // Bus
   { name: 'BUS', type: 'string', default: 'local', enum: ['local', 'kafka'], description: '`local` (durable LMDB log) or `kafka`' },
@@ -108,5 +118,7 @@ export const variables = [
  */
 export const ownedPrefixes: readonly string[] = [
   'AUTH_', 'BUS_', 'KAFKA_', 'TOPIC_', 'TELEMETRY_', 'STORAGE_', 'S3_', 'EVIDENCE_',
-  'IDEMPOTENCY_', 'HARNESS_', 'SVC_HARNESS_', 'IDP_', 'FRONTDOOR_', 'ORGS_', 'SHUTDOWN_'
+  'IDEMPOTENCY_', 'HARNESS_', 'SVC_HARNESS_', 'IDP_', 'FRONTDOOR_', 'ORGS_', 'SHUTDOWN_',
+  // Not all of HTTP_: HTTP_PROXY and its kin belong to other tools.
+  'HTTP_BODY_', 'HTTP_DRAIN_'
 ]

@@ -53,11 +53,11 @@ export const TELEMETRY_SCHEMA_HEADER = 'asset-tracking-data@1'
 /**
  * The id consumers drop duplicates by: a record the client sends again (the
  * same X-Request-Id, after a 5xx that may have been written) gets the same
- * one. The client_id cannot hold a `/`, so no two (client, request id) pairs
- * give the same id.
+ * one. It is scoped by the tenant key (issuer and client_id), which cannot
+ * hold a `/`, so no two clients, of one issuer or two, share an id.
  */
-export function messageId (clientId: string, requestId: string): string {
-  return `${clientId}/${requestId}`
+export function messageId (tenantKey: string, requestId: string): string {
+  return `${tenantKey}/${requestId}`
 }
 
 /**
@@ -68,7 +68,7 @@ export function messageId (clientId: string, requestId: string): string {
  * That is safe because recordErrors refused every body whose bytes a consumer
  * could read differently from the value validated (duplicate keys, ±Infinity).
  */
-export function toMessage (record: AssetTrackingData, raw: Buffer, clientId: string, requestId: string, receivedAt: string): BusMessage {
+export function toMessage (record: AssetTrackingData, raw: Buffer, clientId: string, requestId: string, receivedAt: string, tenantKey = clientId): BusMessage {
   const extra = { client_id: clientId, received_at: receivedAt, request_id: requestId }
   let value: string
   const end = raw.lastIndexOf(0x7d) // '}'
@@ -77,5 +77,5 @@ export function toMessage (record: AssetTrackingData, raw: Buffer, clientId: str
   } else {
     value = JSON.stringify({ ...record, ...extra })
   }
-  return { key: record.asset_id, value, headers: { 'x-request-id': requestId, 'client-id': clientId, schema: TELEMETRY_SCHEMA_HEADER, 'message-id': messageId(clientId, requestId) } }
+  return { key: record.asset_id, value, headers: { 'x-request-id': requestId, 'client-id': clientId, schema: TELEMETRY_SCHEMA_HEADER, 'message-id': messageId(tenantKey, requestId) } }
 }
