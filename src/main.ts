@@ -10,7 +10,7 @@ import { FrontDoor } from './frontdoor/index.js'
 import { HarnessService } from './runs/index.js'
 import { TelemetryService, telemetryOpenApi } from './telemetry/index.js'
 import { createObjectStore } from './storage/index.js'
-import { checkState, openState } from './state/index.js'
+import { checkState, openState, Incarnation } from './state/index.js'
 
 export interface Gateway {
   /** Bound ports (useful with PORT=0 in tests). */
@@ -28,12 +28,14 @@ export async function startGateway (config: Config, log: Logger): Promise<Gatewa
   collectDefaultMetrics({ register: registry })
 
   const state = openState(config.dataDir)
+  // Whatever this process claims (event_ids, partial files) is free once it is gone.
+  const incarnation = await Incarnation.start(state)
   const readiness = new Readiness()
   readiness.add('lmdb', () => checkState(state))
   const bus = createBus(config, state, log)
   await bus.start()
   readiness.add('bus', () => bus.probe())
-  const stoppers: Array<() => Promise<void> | void> = [() => bus.close()]
+  const stoppers: Array<() => Promise<void> | void> = [() => incarnation.stop(), () => bus.close()]
 
   // One budget for the JSON bodies of every server in the process.
   const http: Omit<HttpServerOptions, 'name'> = {
@@ -62,10 +64,10 @@ export async function startGateway (config: Config, log: Logger): Promise<Gatewa
     const telemetry = new TelemetryService(config, bus, auth!.verifier)
     telemetry.routes().forEach(r => main!.route(r))
     openApi.push(telemetryOpenApi)
-    const objects = createObjectStore(config)
+    const objects = createObjectStore(config, incarnation)
     await objects.start()
     readiness.add('storage', () => objects.probe())
-    const evidence = new EvidenceService(config, state, bus, objects, auth!.verifier, log, registry)
+    const evidence = new EvidenceService(config, state, bus, objects, auth!.verifier, log, registry, incarnation)
     evidence.routes().forEach(r => main!.route(r))
     evidence.start()
     stoppers.push(() => evidence.stop())

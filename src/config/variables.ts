@@ -110,10 +110,15 @@ export const variables = [
   { name: 'ORGS_FILE', type: 'string', description: 'JSON: org slug → tenant and members' }
 ] as const satisfies readonly Variable[]
 
-/** Prefixes we own: an unknown variable under one of them is a typo, and fatal. */
+/**
+ * Prefixes we own: an unknown variable under one of them is a typo, and fatal.
+ * Not `GATEWAY_`: no setting of ours uses it, and the tools around the
+ * gateway do (`GATEWAY_INFRA_RUN` of scripts/infra.sh is in the environment
+ * of every process a test starts).
+ */
 export const ownedPrefixes: readonly string[] = [
   'AUTH_', 'BUS_', 'KAFKA_', 'TOPIC_', 'TELEMETRY_', 'STORAGE_', 'S3_', 'EVIDENCE_',
-  'IDEMPOTENCY_', 'HARNESS_', 'SVC_HARNESS_', 'IDP_', 'FRONTDOOR_', 'ORGS_', 'SHUTDOWN_', 'GATEWAY_',
+  'IDEMPOTENCY_', 'HARNESS_', 'SVC_HARNESS_', 'IDP_', 'FRONTDOOR_', 'ORGS_', 'SHUTDOWN_',
   // Not all of HTTP_: HTTP_PROXY and its kin belong to other tools.
   'HTTP_BODY_', 'HTTP_DRAIN_'
 ]

@@ -2,6 +2,6 @@ export { EvidenceService, EVIDENCE_SCOPE, ENVELOPE_MAX_BYTES } from './service.j
 export { parseEnvelope, publishingClientId, eventEnvelopeSchema, eventTypeAllowlist, BUILTIN_EVENT_TYPES, ANY_CLIENT_SCOPE, type EventEnvelope } from './envelope.js'
 export { publishedMessage, objectKey, MEDIA_TYPES, EVIDENCE_SCHEMA_HEADER } from './published.js'
 export { IdempotencyStore, STALE_IN_PROGRESS_MS } from './idempotency.js'
-export { Outbox } from './outbox.js'
+export { Outbox, RELAY_BATCH_MAX, RELAY_BATCH_BYTES } from './outbox.js'
 export { HashPool } from './hasher.js'
 export { evidenceOpenApi } from './openapi.js'

@@ -19,6 +19,8 @@ export interface PublishContext {
   clientId: string
   /** The `iss` of the uploader's token: with client_id, who the tenant is. */
   issuer: string
+  /** The uploader's tenant key: with the event_id, the idempotency key, sent as `message-id`. */
+  tenant: string
   requestId: string
   receivedAt: Date
   playbackBaseUrl?: string | undefined
@@ -66,6 +68,7 @@ export function publishedMessage (envelope: EventEnvelope, media: StoredMedia[],
   return {
     key: `${clientId}/${envelope.subject.device_id}`,
     value: JSON.stringify(value),
-    headers: { 'x-request-id': ctx.requestId, 'client-id': clientId, schema: EVIDENCE_SCHEMA_HEADER }
+    // message-id: the idempotency key, the same on every copy a crash may publish (docs/evidence.md).
+    headers: { 'x-request-id': ctx.requestId, 'client-id': clientId, schema: EVIDENCE_SCHEMA_HEADER, 'message-id': `${ctx.tenant}/${envelope.event_id}` }
   }
 }

@@ -6,7 +6,7 @@ import type { Config } from '../config/index.js'
 import { type Reply, type RequestContext, type Route } from '../http/index.js'
 import { GatewayError } from '../errors.js'
 import type { ByteSource, ObjectStore } from '../storage/index.js'
-import type { StateStore } from '../state/index.js'
+import type { Owner, StateStore } from '../state/index.js'
 import { eventTypeAllowlist, parseEnvelope, publishingClientId, type EventEnvelope } from './envelope.js'
 import { HashPool } from './hasher.js'
 import { IdempotencyStore, type Acknowledgment } from './idempotency.js'
@@ -42,10 +42,11 @@ export class EvidenceService {
     private readonly store: ObjectStore,
     private readonly verifier: TokenVerifier,
     private readonly log: Logger,
-    registry: Registry
+    registry: Registry,
+    owner: Owner
   ) {
-    this.outbox = new Outbox(state, bus, log.child({ component: 'outbox' }))
-    this.idempotency = new IdempotencyStore(state, config.idempotencyTtlS * 1000)
+    this.outbox = new Outbox(state, bus, log.child({ component: 'outbox' }), owner)
+    this.idempotency = new IdempotencyStore(state, config.idempotencyTtlS * 1000, owner)
     this.hashes = new HashPool(config.evidenceHashThreads)
     this.allowlist = eventTypeAllowlist(config.evidenceEventTypes)
     const outbox = this.outbox
@@ -58,9 +59,10 @@ export class EvidenceService {
 
   start (): void {
     this.outbox.start()
-    this.sweeper = setInterval(() => {
-      this.idempotency.sweep().catch(err => this.log.error({ err }, 'idempotency sweep failed'))
-    }, SWEEP_MS).unref()
+    const sweep = (): void => { this.idempotency.sweep().catch(err => this.log.error({ err }, 'idempotency sweep failed')) }
+    // At once too: the claims of a process that died are freed on contact anyway, this clears the rest.
+    sweep()
+    this.sweeper = setInterval(sweep, SWEEP_MS).unref()
   }
 
   async stop (): Promise<void> {
@@ -115,7 +117,7 @@ export class EvidenceService {
       const hints = envelope.media?.length ?? 0
       if (hints > media.length) throw invalid('media', `${hints} media hints but ${media.length} media parts`)
       const ack: Acknowledgment = { status: 'accepted', event_id: envelope.event_id, media_count: media.length }
-      const message = publishedMessage(envelope, media, { clientId, issuer: claims.iss, requestId: ctx.requestId, receivedAt, playbackBaseUrl: this.config.evidencePlaybackBaseUrl })
+      const message = publishedMessage(envelope, media, { clientId, issuer: claims.iss, tenant, requestId: ctx.requestId, receivedAt, playbackBaseUrl: this.config.evidencePlaybackBaseUrl })
       await this.state.transaction(() => {
         this.idempotency.completeInTransaction(claimKey!, ack)
         this.outbox.enqueueInTransaction(this.config.topicEvidence, message)

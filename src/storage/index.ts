@@ -1,6 +1,6 @@
 export type { ByteSource, ObjectStore, PutOptions, StoredObject } from './types.js'
 export { createObjectStore } from './create.js'
-export { FsObjectStore } from './fs-store.js'
+export { FsObjectStore, type PartialOwner } from './fs-store.js'
 export { S3ObjectStore } from './s3-store.js'
 export { SlabPool } from './slabs.js'
 export { writeObject, type ObjectWriter } from './write-object.js'

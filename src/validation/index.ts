@@ -1,3 +1,4 @@
+export { jsonTextProblems, JSON_MAX_DEPTH } from './json.js'
 export { compileSchema, errorMap, errorKey } from './schema.js'
 export { isIsoDateTimeWithZone } from './formats.js'
 export { snakeToCamel } from './case.js'
