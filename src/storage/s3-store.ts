@@ -37,6 +37,10 @@ export class S3ObjectStore implements ObjectStore {
       region: config.s3Region,
       forcePathStyle: config.s3ForcePathStyle,
       requestChecksumCalculation: 'WHEN_REQUIRED',
+      // The SDK's `Expect: 100-continue` on parts opens a connection per part
+      // and, when the store stops answering, holds a cut-short part for its
+      // own 6 s wait for the 100 before the deadline can take effect.
+      expectContinueHeader: false,
       ...(config.s3Endpoint ? { endpoint: config.s3Endpoint } : {})
     })
     this.client.middlewareStack.add(next => async args => {
