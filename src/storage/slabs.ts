@@ -16,13 +16,15 @@ export interface SlabLimits {
 }
 
 /**
- * The defaults derived from the pool: a tenant may hold two thirds of it
- * (at least one slab), so the last third is always there for the others,
- * and write twice as many objects as it may hold slabs, so its uploads can
- * queue for a slab without one client holding every socket and claim.
+ * The defaults derived from the pool: a quarter of it (at least one slab) is
+ * kept from any one tenant, so it is always there for the others, while a
+ * tenant uploading alone keeps most of the pool's throughput; and a tenant
+ * writes at most twice as many objects as it may hold slabs, so its uploads
+ * can queue for a slab without one client holding every socket and claim.
+ * A pool of one slab has nothing to keep back.
  */
 export function defaultLimits (maxSlabs: number): SlabLimits {
-  const slabsPerTenant = Math.max(1, Math.floor(2 * maxSlabs / 3))
+  const slabsPerTenant = Math.max(1, maxSlabs - Math.max(1, Math.floor(maxSlabs / 4)))
   return { slabsPerTenant, uploadsPerTenant: 2 * slabsPerTenant, waitMs: 30_000 }
 }
 

@@ -89,10 +89,12 @@ t.test('a wait past the limit is refused with storage_busy, and the slab freed l
   t.equal(pool.inUse, 0)
 })
 
-t.test('defaults: a tenant may hold two thirds of the pool (at least one slab) and write twice that many objects', async t => {
-  t.same(defaultLimits(6), { slabsPerTenant: 4, uploadsPerTenant: 8, waitMs: 30_000 })
+t.test('defaults: a quarter of the pool (at least one slab) is kept from any one tenant, which writes twice as many objects as it may hold slabs', async t => {
+  t.same(defaultLimits(6), { slabsPerTenant: 5, uploadsPerTenant: 10, waitMs: 30_000 })
+  t.same(defaultLimits(12), { slabsPerTenant: 9, uploadsPerTenant: 18, waitMs: 30_000 })
   t.same(defaultLimits(3), { slabsPerTenant: 2, uploadsPerTenant: 4, waitMs: 30_000 })
-  t.same(defaultLimits(1), { slabsPerTenant: 1, uploadsPerTenant: 2, waitMs: 30_000 })
+  t.same(defaultLimits(2), { slabsPerTenant: 1, uploadsPerTenant: 2, waitMs: 30_000 })
+  t.same(defaultLimits(1), { slabsPerTenant: 1, uploadsPerTenant: 2, waitMs: 30_000 }, 'nothing to keep back')
 })
 
 t.test('a pool needs at least one slab', async t => {
