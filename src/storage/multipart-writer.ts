@@ -9,10 +9,10 @@ interface Upload { id: string, entry: UploadEntry, uploadId: string }
 /**
  * One object: the multipart upload is created with the first full part, so a
  * small object never opens one; it is recorded in the journal before it is
- * created and until it is completed or aborted. Only part transfers are cut
- * short by `signal`: a create or complete that is cut short could still take
- * effect on the server, so they run to their deadline, and the journal's
- * key finds what they left.
+ * created and until it is completed or aborted. Only transfers of bytes (the
+ * parts, a small object's PutObject) are cut short by `signal`: a create or
+ * complete that is cut short could still take effect on the server, so they
+ * run to their deadline, and the journal's key finds what they left.
  */
 export class MultipartWriter implements ObjectWriter {
   private upload: Promise<Upload> | undefined
