@@ -25,12 +25,14 @@ t.test('slow uploads of one client hold only its share: another client\'s upload
   const tokenB = await login(gw.url, OTHER)
   const slow = async (i: number) => {
     const body = multipartBody([envelopePart(baseEnvelope({ event_id: `evt-slow-${i}` })), mediaPart(clip(8 * MiB).data)])
-    // The envelope and a first MiB of the clip, then a trickle: a slab filling
-    // at the client's pace, slowly enough never to fill, often enough that the
-    // idle timeout does not end it.
-    const upload = await partialUpload(port, tokenA, body, body.length - 7 * MiB)
-    let at = body.length - 7 * MiB
-    const trickle = setInterval(() => { upload.socket.write(body.subarray(at, at + 1024)); at += 1024 }, 1000)
+    // The envelope and the clip's first 64 KiB, then 24 KiB a second (a poor
+    // mobile link): a slab filling at the client's pace, slowly enough not to
+    // fill during the test, fast enough that uWS does not time the request
+    // out (it wants 16 KiB a second over its 10 s idle timeout).
+    const first = body.length - 8 * MiB + 64 * 1024
+    const upload = await partialUpload(port, tokenA, body, first)
+    let at = first
+    const trickle = setInterval(() => { upload.socket.write(body.subarray(at, at + 24 * 1024)); at += 24 * 1024 }, 1000)
     const stop = (): void => { clearInterval(trickle); upload.socket.destroy() }
     t.teardown(stop)
     return { ...upload, stop }
