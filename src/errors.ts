@@ -21,6 +21,7 @@ export const catalog = {
   idempotency_in_progress: { status: 409, retryable: true },
   conflict: { status: 409, retryable: false },
   payload_too_large: { status: 413, retryable: false },
+  unsupported_media_type: { status: 415, retryable: false },
   rate_limited: { status: 429, retryable: true },
   publish_failed: { status: 500, retryable: true },
   internal_error: { status: 500, retryable: true },

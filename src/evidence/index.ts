@@ -1,5 +1,5 @@
 export { EvidenceService, EVIDENCE_SCOPE, ENVELOPE_MAX_BYTES } from './service.js'
-export { parseEnvelope, eventEnvelopeSchema, eventTypeAllowlist, BUILTIN_EVENT_TYPES, type EventEnvelope } from './envelope.js'
+export { parseEnvelope, publishingClientId, eventEnvelopeSchema, eventTypeAllowlist, BUILTIN_EVENT_TYPES, ANY_CLIENT_SCOPE, type EventEnvelope } from './envelope.js'
 export { publishedMessage, objectKey, MEDIA_TYPES, EVIDENCE_SCHEMA_HEADER } from './published.js'
 export { IdempotencyStore, STALE_IN_PROGRESS_MS } from './idempotency.js'
 export { Outbox } from './outbox.js'

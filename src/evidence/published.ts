@@ -15,16 +15,20 @@ export interface StoredMedia {
 }
 
 export interface PublishContext {
-  tenant: string
+  /** The token's client_id, or the override publishingClientId allowed. */
+  clientId: string
+  /** The `iss` of the uploader's token: with client_id, who the tenant is. */
+  issuer: string
   requestId: string
   receivedAt: Date
   playbackBaseUrl?: string | undefined
 }
 
 /**
- * Object key `{client_id}/{yyyy}/{mm}/{dd}/{event_id}/{index}.{ext}`, dated by
+ * Object key `{tenant}/{yyyy}/{mm}/{dd}/{event_id}/{index}.{ext}`, dated by
  * the time of receipt (the server's clock, not the device's). The tenant is
- * always the token's: a subject.client_id override never chooses the prefix.
+ * always the uploader's token's tenant key (the client_id for this service's
+ * own tokens): a subject.client_id override never chooses the prefix.
  */
 export function objectKey (tenant: string, eventId: string, index: number, contentType: string, receivedAt: Date): string {
   const yyyy = receivedAt.getUTCFullYear()
@@ -36,10 +40,11 @@ export function objectKey (tenant: string, eventId: string, index: number, conte
 /** The envelope put on the bus: the received one plus what the server computed; never the bytes. */
 export function publishedMessage (envelope: EventEnvelope, media: StoredMedia[], ctx: PublishContext): BusMessage {
   const hints: MediaHint[] = envelope.media ?? []
-  const clientId = envelope.subject.client_id ?? ctx.tenant
+  const clientId = ctx.clientId
   const value = {
     ...envelope,
     client_id: clientId,
+    issuer: ctx.issuer,
     received_at: ctx.receivedAt.toISOString(),
     request_id: ctx.requestId,
     media: media.map(m => {

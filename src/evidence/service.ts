@@ -7,7 +7,7 @@ import { type Reply, type RequestContext, type Route } from '../http/index.js'
 import { GatewayError } from '../errors.js'
 import { storageMetrics, type ByteSource, type ObjectStore } from '../storage/index.js'
 import type { StateStore } from '../state/index.js'
-import { eventTypeAllowlist, parseEnvelope, type EventEnvelope } from './envelope.js'
+import { eventTypeAllowlist, parseEnvelope, publishingClientId, type EventEnvelope } from './envelope.js'
 import { HashPool } from './hasher.js'
 import { IdempotencyStore, type Acknowledgment } from './idempotency.js'
 import { MultipartReader, multipartBoundary, readSmallPart } from './multipart.js'
@@ -96,13 +96,15 @@ export class EvidenceService {
 
   private async ingest (ctx: RequestContext, abort: AbortController): Promise<Reply> {
     const claims = await this.verifier.verify(ctx.headers['authorization'], EVIDENCE_SCOPE)
-    const tenant = claims.client_id
+    // Objects and idempotency keys live in the (issuer, client_id) namespace.
+    const tenant = claims.tenantKey
     const receivedAt = new Date()
     const body = ctx.stream!
     ctx.onAbort(() => abort.abort(new Error('client disconnected')))
     const session = new UploadSession(this.store, this.hashes, abort.signal, this.log, tenant)
     const media: StoredMedia[] = []
     let envelope: EventEnvelope | undefined
+    let clientId = claims.client_id
     let claimKey: string | undefined
     try {
       const parts = new MultipartReader(body, multipartBoundary(ctx.headers['content-type'] ?? ''), this.config.evidenceMaxMedia + 1)
@@ -111,6 +113,7 @@ export class EvidenceService {
         if (!envelope) {
           if (part.name !== 'envelope') throw invalid('envelope', 'must be the first part')
           envelope = parseEnvelope(await unlessAborted(readSmallPart(parts, ENVELOPE_MAX_BYTES, 'envelope'), abort.signal), this.allowlist)
+          clientId = publishingClientId(envelope, claims.client_id, claims.scope)
           const key = IdempotencyStore.key(tenant, envelope.event_id)
           const claim = await this.idempotency.claim(key)
           if (claim.kind === 'replay') return { status: 202, body: claim.ack, headers: { 'idempotent-replay': 'true' } }
@@ -128,7 +131,7 @@ export class EvidenceService {
       const hints = envelope.media?.length ?? 0
       if (hints > media.length) throw invalid('media', `${hints} media hints but ${media.length} media parts`)
       const ack: Acknowledgment = { status: 'accepted', event_id: envelope.event_id, media_count: media.length }
-      const message = publishedMessage(envelope, media, { tenant, requestId: ctx.requestId, receivedAt, playbackBaseUrl: this.config.evidencePlaybackBaseUrl })
+      const message = publishedMessage(envelope, media, { clientId, issuer: claims.iss, requestId: ctx.requestId, receivedAt, playbackBaseUrl: this.config.evidencePlaybackBaseUrl })
       await this.state.transaction(() => {
         this.idempotency.completeInTransaction(claimKey!, ack)
         this.outbox.enqueueInTransaction(this.config.topicEvidence, message)
