@@ -3,7 +3,7 @@ import { Registry, collectDefaultMetrics } from 'prom-client'
 import { AuthService } from './auth/index.js'
 import { createBus } from './bus/index.js'
 import type { Config } from './config/index.js'
-import { HttpServer, loadUws } from './http/index.js'
+import { HttpServer, bodyBudget, loadUws, type HttpServerOptions } from './http/index.js'
 import { Readiness, opsRoutes, openApiRoute, type OpenApiPart } from './ops/index.js'
 import { EvidenceService, evidenceOpenApi } from './evidence/index.js'
 import { FrontDoor } from './frontdoor/index.js'
@@ -35,13 +35,22 @@ export async function startGateway (config: Config, log: Logger): Promise<Gatewa
   readiness.add('bus', () => bus.probe())
   const stoppers: Array<() => Promise<void> | void> = [() => bus.close()]
 
+  // One budget for the JSON bodies of every server in the process.
+  const http: Omit<HttpServerOptions, 'name'> = {
+    logger: log,
+    registry,
+    uws,
+    bodyBudget: bodyBudget(config.httpBodyBufferBytes, registry),
+    drainMaxBytes: config.httpDrainMaxBytes,
+    drainTimeoutMs: config.httpDrainTimeoutMs
+  }
   const servers: HttpServer[] = []
   const openApi: OpenApiPart[] = []
   let main: HttpServer | undefined
   let auth: AuthService | undefined
   // Login, ingest and the front door share PORT, and all need the signing keys.
   if (roles.has('auth') || roles.has('ingest') || roles.has('frontdoor')) {
-    main = new HttpServer({ name: 'gateway', logger: log, registry, uws })
+    main = new HttpServer({ ...http, name: 'gateway' })
     servers.push(main)
     opsRoutes(readiness, registry).forEach(r => main!.route(r))
     auth = new AuthService(config, state, log)
@@ -71,7 +80,7 @@ export async function startGateway (config: Config, log: Logger): Promise<Gatewa
     const harness = new HarnessService(config, state, bus, log.child({ component: 'harness' }))
     await harness.start()
     stoppers.push(() => harness.stop())
-    const server = new HttpServer({ name: 'harness', logger: log, registry, uws, errors: 'harness' })
+    const server = new HttpServer({ ...http, name: 'harness', errors: 'harness' })
     servers.push(server)
     const harnessReadiness = new Readiness()
     harnessReadiness.add('lmdb', () => checkState(state))

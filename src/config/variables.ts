@@ -29,6 +29,11 @@ export const variables = [
   { name: 'SHUTDOWN_TIMEOUT_MS', type: 'integer', default: 10000, minimum: 0, description: 'how long SIGTERM waits for in-flight requests' },
   { name: 'UWS_ALLOW_FALLBACK', type: 'boolean', default: false, description: 'start even on the slow uWS Node emulation (never for figures)' },
 
+  // HTTP edge
+  { name: 'HTTP_BODY_BUFFER_BYTES', type: 'integer', default: 64 * MiB, minimum: MiB, description: 'memory all JSON bodies being collected may hold together; past it, 503 `overloaded`' },
+  { name: 'HTTP_DRAIN_MAX_BYTES', type: 'integer', default: 64 * MiB, minimum: 0, description: 'body bytes read and discarded after an early answer (401, a replay...) so the client receives it; past it, answer at once and close' },
+  { name: 'HTTP_DRAIN_TIMEOUT_MS', type: 'integer', default: 10000, minimum: 1, description: 'longest wait for the rest of a body after an early answer; past it, answer at once and close' },
+
   // Login
   { name: 'AUTH_CLIENTS_FILE', type: 'string', description: 'JSON array of clients (see docs/auth.md)' },
   { name: 'AUTH_SIGNING_KEY_FILE', type: 'string', description: 'PKCS#8 PEM RSA key to sign with instead of the generated one' },
@@ -114,5 +119,7 @@ export const variables = [
 /** Prefixes we own: an unknown variable under one of them is a typo, and fatal. */
 export const ownedPrefixes: readonly string[] = [
   'AUTH_', 'BUS_', 'KAFKA_', 'TOPIC_', 'TELEMETRY_', 'STORAGE_', 'S3_', 'EVIDENCE_',
-  'IDEMPOTENCY_', 'HARNESS_', 'SVC_HARNESS_', 'IDP_', 'FRONTDOOR_', 'ORGS_', 'SHUTDOWN_', 'GATEWAY_'
+  'IDEMPOTENCY_', 'HARNESS_', 'SVC_HARNESS_', 'IDP_', 'FRONTDOOR_', 'ORGS_', 'SHUTDOWN_', 'GATEWAY_',
+  // Not all of HTTP_: HTTP_PROXY and its kin belong to other tools.
+  'HTTP_BODY_', 'HTTP_DRAIN_'
 ]

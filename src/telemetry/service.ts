@@ -1,4 +1,4 @@
-import type { TokenVerifier } from '../auth/index.js'
+import type { TokenClaims, TokenVerifier } from '../auth/index.js'
 import { MicroBatcher, type Bus } from '../bus/index.js'
 import type { Config } from '../config/index.js'
 import { type Reply, type RequestContext, type Route } from '../http/index.js'
@@ -24,11 +24,19 @@ export class TelemetryService {
   }
 
   routes (): Route[] {
-    return [{ method: 'POST', path: '/v1/asset/track', body: 'json', bodyLimit: this.config.telemetryMaxBody, errors: 'telemetry', handler: ctx => this.track(ctx) }]
+    const track: Route<TokenClaims> = {
+      method: 'POST',
+      path: '/v1/asset/track',
+      body: 'json',
+      bodyLimit: this.config.telemetryMaxBody,
+      errors: 'telemetry',
+      authorize: ctx => this.verifier.verify(ctx.headers['authorization'], TELEMETRY_SCOPE),
+      handler: (ctx, claims) => this.track(ctx, claims)
+    }
+    return [track]
   }
 
-  private async track (ctx: RequestContext): Promise<Reply> {
-    const claims = await this.verifier.verify(ctx.headers['authorization'], TELEMETRY_SCOPE)
+  private async track (ctx: RequestContext, claims: TokenClaims): Promise<Reply> {
     const record = ctx.json()
     const errors = recordErrors(record, ctx.headers)
     if (Object.keys(errors).length > 0) throw new GatewayError('validation_error', 'Validation failed', { details: errors })
