@@ -41,7 +41,8 @@ async function stalledUpload (port: number, token: string, eventId: string, s3: 
 t.test('SIGTERM mid-upload: past SHUTDOWN_TIMEOUT_MS the client gets 503 shutting_down, nothing is left, a restart accepts the same event_id', async t => {
   const infra = sharedInfra(t)
   if (!infra) return
-  const gw = gatewayOnS3(t, infra, { SHUTDOWN_TIMEOUT_MS: '300' })
+  // The answer waits for the rest of the body (HTTP_DRAIN_TIMEOUT_MS), which this client never sends.
+  const gw = gatewayOnS3(t, infra, { SHUTDOWN_TIMEOUT_MS: '300', HTTP_DRAIN_TIMEOUT_MS: '1000' })
   const first = await gw.start()
   const upload = await stalledUpload(first.port, first.token, 'evt-sigterm', gw.s3, gw.bucket)
   t.teardown(() => upload.socket.destroy())
