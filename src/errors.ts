@@ -30,6 +30,8 @@ export const catalog = {
   bad_gateway: { status: 502, retryable: true },
   overloaded: { status: 503, retryable: true },
   bus_unavailable: { status: 503, retryable: true },
+  storage_busy: { status: 503, retryable: true },
+  storage_unavailable: { status: 503, retryable: true },
   shutting_down: { status: 503, retryable: true }
 } as const satisfies Record<string, { status: number, retryable: boolean }>
 

@@ -64,8 +64,9 @@ export async function startGateway (config: Config, log: Logger): Promise<Gatewa
     const telemetry = new TelemetryService(config, bus, auth!.verifier)
     telemetry.routes().forEach(r => main!.route(r))
     openApi.push(telemetryOpenApi)
-    const objects = createObjectStore(config, incarnation)
+    const objects = createObjectStore(config, state, incarnation, log)
     await objects.start()
+    stoppers.push(() => objects.stop?.())
     readiness.add('storage', () => objects.probe())
     const evidence = new EvidenceService(config, state, bus, objects, auth!.verifier, log, registry, incarnation)
     evidence.routes().forEach(r => main!.route(r))
@@ -105,10 +106,15 @@ export async function startGateway (config: Config, log: Logger): Promise<Gatewa
     async stop () {
       let timer: NodeJS.Timeout | undefined
       const deadline = new Promise<false>(resolve => { timer = setTimeout(() => resolve(false), config.shutdownTimeoutMs) })
-      const drained = await Promise.race([Promise.all(servers.map(s => s.close())).then(() => true as const), deadline])
+      const closed = Promise.all(servers.map(s => s.close()))
+      const drained = await Promise.race([closed.then(() => true as const), deadline])
       clearTimeout(timer)
       if (!drained) log.warn({ inFlight: servers.reduce((n, s) => n + s.inFlightRequests, 0) }, 'shutdown deadline passed with requests in flight')
       for (const stop of stoppers.reverse()) await stop()
+      // Requests the stoppers cut short (uploads past the deadline, answered
+      // 503) are answered once the rest of their body is drained: as bounded.
+      if (!drained) await Promise.race([closed, new Promise(resolve => { timer = setTimeout(resolve, config.httpDrainTimeoutMs) })])
+      clearTimeout(timer)
       await state.close()
       return { drained }
     }

@@ -78,6 +78,12 @@ export const variables = [
   { name: 'S3_PART_SIZE', type: 'integer', default: 8 * MiB, minimum: 5 * MiB, description: 'multipart part size in bytes' },
   { name: 'S3_QUEUE_SIZE', type: 'integer', default: 4, minimum: 1, description: 'parts in flight per upload' },
   { name: 'STORAGE_BUFFER_BYTES', type: 'integer', default: 48 * MiB, minimum: 5 * MiB, description: 'memory for media being stored, shared by all uploads (slabs of `S3_PART_SIZE`); an upload waits, its socket paused, when it is spent' },
+  { name: 'STORAGE_CLIENT_MAX_SLABS', type: 'integer', minimum: 1, description: 'slabs of that memory one client may hold at once (default: all but a quarter of them, at least one kept back)' },
+  { name: 'STORAGE_CLIENT_MAX_UPLOADS', type: 'integer', minimum: 1, description: 'media parts one client may be storing at once; the next gets 503 `storage_busy` (default: twice its slabs)' },
+  { name: 'STORAGE_SLAB_WAIT_MS', type: 'integer', default: 30000, minimum: 1, description: 'longest wait of an upload for buffer memory before 503 `storage_busy`' },
+  { name: 'S3_REQUEST_TIMEOUT_MS', type: 'integer', default: 15000, minimum: 1, description: 'deadline of each S3 request but parts (create, complete, abort, list, delete, probe), retries included; past it 503 `storage_unavailable`' },
+  { name: 'S3_PART_TIMEOUT_MS', type: 'integer', default: 60000, minimum: 1, description: 'deadline of one part (or a small object\'s PutObject), retries included' },
+  { name: 'S3_SWEEP_INTERVAL_MS', type: 'integer', default: 60000, minimum: 100, description: 'how often recorded multipart uploads that are not in flight are aborted (and the longest retry backoff)' },
 
   // Evidence
   { name: 'EVIDENCE_MAX_BYTES', type: 'integer', default: 268435456, minimum: 1, description: 'largest request (413 `payload_too_large`)' },

@@ -2,15 +2,9 @@ import { randomBytes } from 'node:crypto'
 import { constants } from 'node:fs'
 import { access, mkdir, open, readdir, rename, rm, rmdir, type FileHandle } from 'node:fs/promises'
 import { dirname, join, resolve, sep } from 'node:path'
-import type { ByteSource, ObjectStore, PutOptions, StoredObject } from './types.js'
+import { soleOwner, type ByteSource, type ObjectStore, type ProcessOwner, type PutOptions, type StoredObject } from './types.js'
 import type { SlabPool } from './slabs.js'
 import { writeObject, type ObjectWriter } from './write-object.js'
-
-/** Who writes partial files, and whether the writer of another one still lives (the process incarnation). */
-export interface PartialOwner {
-  readonly id: string
-  isAlive(id: string): boolean
-}
 
 /**
  * Objects under DATA_DIR/objects/{key}. An object is written to a partial
@@ -25,7 +19,7 @@ export class FsObjectStore implements ObjectStore {
   readonly root: string
   private readonly staging: string
 
-  constructor (dataDir: string, readonly slabs: SlabPool, private readonly queueSize: number, private readonly owner: PartialOwner = soleOwner()) {
+  constructor (dataDir: string, readonly slabs: SlabPool, private readonly queueSize: number, private readonly owner: ProcessOwner = soleOwner()) {
     this.root = resolve(dataDir, 'objects')
     // Never a key's first folder: a tenant cannot start with a dot.
     this.staging = join(this.root, '.partial')
@@ -65,12 +59,6 @@ export class FsObjectStore implements ObjectStore {
       }
     }
   }
-}
-
-/** For a store alone on its DATA_DIR: every partial file but its own is left over from an earlier run. */
-function soleOwner (): PartialOwner {
-  const id = `${process.pid}-${randomBytes(4).toString('hex')}`
-  return { id, isAlive: other => other === id }
 }
 
 /** Each part written at its offset in the partial file; the file is renamed to the object's path when complete. */

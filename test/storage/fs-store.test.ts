@@ -5,9 +5,9 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Readable } from 'node:stream'
 import { until } from '../helpers/http.js'
-import { FsObjectStore, SlabPool, type PartialOwner } from '../../src/storage/index.js'
+import { FsObjectStore, SlabPool, type ProcessOwner } from '../../src/storage/index.js'
 
-async function setup (t: any, slabSize = 1024, owner?: PartialOwner) {
+async function setup (t: any, slabSize = 1024, owner?: ProcessOwner) {
   const dataDir = mkdtempSync(join(tmpdir(), 'fs-store-'))
   t.teardown(() => import('node:fs/promises').then(fs => fs.rm(dataDir, { recursive: true, force: true })))
   const store = new FsObjectStore(dataDir, new SlabPool(slabSize, 2), 2, owner)
@@ -45,7 +45,7 @@ t.test('an aborted write leaves neither the object nor its temporary file', asyn
 })
 
 t.test('while an object is written its partial file is named after the writing process', async t => {
-  const owner: PartialOwner = { id: 'me-1', isAlive: id => id === 'me-1' }
+  const owner: ProcessOwner = { id: 'me-1', isAlive: id => id === 'me-1' }
   const { store, root } = await setup(t, 1024, owner)
   const body = new Readable({ read () {} })
   body.push(randomBytes(3000))
