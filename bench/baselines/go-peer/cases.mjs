@@ -52,8 +52,23 @@ export function cases () {
     { name: 'timestamp 30 February', body: rec({ timestamp: '2026-02-30T08:15:30Z' }) },
     { name: 'timestamp 0000-02-29 (Date.UTC reads 1900)', body: rec({ timestamp: '0000-02-29T00:00Z' }) },
     { name: 'timestamp +0200, comma fraction', body: rec({ timestamp: '2026-11-22T08:15:30,5+0200' }), publish: true },
+    {
+      name: 'iso-date-time edge cases (one event each)',
+      body: rec({
+        events: ['2026-11-22T08:15Z', '2026-11-22T08:15:30.Z', '2026-11-22T08:15:30+02:0', '2026-11-22T08:15:30+0', '2026-11-22T24:00:00Z', '2026-11-22T08:15:60Z',
+          '2024-02-29T00:00:00-23:59', '2023-02-29T00:00:00Z', '2026-11-22t08:15:30Z', '2026-11-22T08:15:30z', '２026-11-22T08:15:30Z', '2026-11-22T08:15:30+24', '2026-11-22T08:15:30.123456789+05:30', '0099-02-29T00:00Z', '2000-02-29T00:00Z']
+          .map(timestamp => ({ event_type: 'x', timestamp }))
+      })
+    },
+    {
+      name: 'date-time edge cases (one metric each)',
+      body: deep('metrics.items', ['2026-11-22T08:15:29.Z', '2026-11-22T08:15:29+01', '2026-11-22T08:15:29+01:', '2026-11-22\u200308:15:29Z', '2026-11-22TT08:15:29Z', '2026-11-22T23:59:60.5-00:00',
+        '2026-11-22T00:59:60+01:00', '2026-11-22T08:15:59.99999999999999999Z', '2026-11-22T08:15:29+2400', '2026-11-22T08:15:29Z ', '2024-02-29t08:15:29z', '1900-02-29T08:15:29Z', '2026-13-01T08:15:29Z', '2026-11-22 08:15:29+05:30']
+        .map((ts, i) => ({ k: 'a.b', v: i, ts })))
+    },
     { name: 'gps out of range, wrong type, negative speed', body: rec({ gps: { latitude: 91, longitude: 'x', speed: -1, heading: 360.0001 } }) },
     { name: 'latitude 90.0000000000000001 (a double: 90)', body: '{"asset_id":"a","timestamp":"2026-11-22T08:15:30Z","gps":{"latitude":90.0000000000000001}}', publish: true },
+    { name: 'numbers past the double range (JSON.parse: Infinity)', body: '{"asset_id":"a","timestamp":"2026-11-22T08:15:30Z","year":1e400,"gps":{"latitude":-1e400,"altitude":1e999}}' },
     { name: 'sensors enum and range', body: deep('sensors', { engine_status: 2, acceleration: { x_axis: 3.5, g_force: -0.1 }, gyroscope: { rotation_rate_z: 'fast' }, odometer: -5 }) },
     { name: 'year 1.5 and a string', body: rec({ year: 1.5, owner: 7 }) },
     { name: 'year 2021.0 (an integer)', body: '{"asset_id":"a","timestamp":"2026-11-22T08:15:30Z","year":2021.0}', publish: true },
@@ -72,7 +87,7 @@ export function cases () {
     { name: 'events additional_info ranges', body: rec({ events: [{ event_type: 'a', timestamp: '2026-11-22T08:15:30Z', additional_info: { g_force: 6, speed_at_event: -1, cargo_weight: 20001 } }] }) },
     { name: 'events not an array', body: rec({ events: { a: 1 } }) },
     { name: 'many problems at once', body: JSON.stringify({ timestamp: 'x', year: 'y', gps: { latitude: 'n', heading: -1 }, sensors: { engine_status: 'on' }, metrics: { items: [{ k: 'x', v: null }], seq: 'a' }, events: [{ severity: 'x' }] }) },
-    { name: 'record already has client_id (re-serialised)', body: '{"asset_id":"a","timestamp":"2026-11-22T08:15:30Z","client_id":"spoof","b":1.0,"10":1e2,"2":"x\\u2028</s>","n":{"z":1,"1":2,"e":-0,"f":1e-7,"g":123456789012345678901234}}', publish: true },
+    { name: 'record already has client_id (re-serialised)', body: '{"asset_id":"a","timestamp":"2026-11-22T08:15:30Z","client_id":"spoof","b":1.0,"10":1e2,"2":"x\\u2028</s>","n":{"z":1,"1":2,"e":-0,"f":1e-7,"g":123456789012345678901234,"h":1e400}}', publish: true },
     { name: 'duplicate asset_id (last wins)', body: '{"asset_id":"first","timestamp":"2026-11-22T08:15:30Z","asset_id":"second"}', publish: true },
     { name: 'trailing whitespace, unicode', body: '{"asset_id":"lkw-ä-🚚","timestamp":"2026-11-22T08:15:30Z","note":"\\ud800 lone"}\n  ', publish: true },
     { name: 'invalid UTF-8 in a string', body: Buffer.concat([Buffer.from('{"asset_id":"a","timestamp":"2026-11-22T08:15:30Z","note":"'), Buffer.from([0xff, 0xe2, 0x82, 0x41, 0xf0, 0x9f]), Buffer.from('"}')]), publish: true },
@@ -97,6 +112,8 @@ export function send (url, path, headers, body) {
       res.on('error', reject)
     })
     req.setTimeout(15000, () => req.destroy(new Error('timeout')))
+    // A server that answers 413 before reading the body closes the socket under the rest of it.
+    req.on('socket', socket => socket.on('error', () => {}))
     req.on('error', err => { if (!req.res) reject(err) })
     req.end(data)
   })

@@ -8,6 +8,7 @@ import (
 	"math"
 	"math/big"
 	"regexp"
+	"unicode/utf8"
 	"strconv"
 	"strings"
 	"time"
@@ -96,25 +97,45 @@ type jsPattern struct {
 
 func (p jsPattern) String() string { return p.source }
 
-var isoDateTime = regexp.MustCompile(`^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:[.,]\d+)?)?(?:Z|z|[+-](\d{2})(?::?(\d{2}))?)$`)
-
 // isIsoDateTimeWithZone is src/validation/formats.ts's: an ISO 8601 date-time
-// naming its zone, fields range-checked. Its day check goes through
+// naming its zone, fields range-checked. Its grammar,
+// /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:[.,]\d+)?)?(?:Z|z|[+-](\d{2})(?::?(\d{2}))?)$/,
+// is read here by hand (a regexp match allocates). Its day check goes through
 // `Date.UTC(year, month, 0)`, which reads years 0-99 as 1900-1999: so here too.
 func isIsoDateTimeWithZone(s string) bool {
-	m := isoDateTime.FindStringSubmatch(s)
-	if m == nil {
+	p := scanner{s: s}
+	year := p.digits(4)
+	month := p.after('-', 2)
+	day := p.after('-', 2)
+	hour := p.after('T', 2)
+	minute := p.after(':', 2)
+	second := 0
+	if p.peek(':') {
+		second = p.after(':', 2)
+		if p.peek('.') || p.peek(',') {
+			p.i++
+			p.fraction()
+		}
+	}
+	tzH, tzM := 0, 0
+	switch {
+	case p.peek('Z') || p.peek('z'):
+		p.i++
+	case p.peek('+') || p.peek('-'):
+		p.i++
+		tzH = p.digits(2)
+		if p.peek(':') {
+			tzM = p.after(':', 2)
+		} else if p.i < len(s) {
+			tzM = p.digits(2)
+		}
+	default:
 		return false
 	}
-	n := func(i int) int {
-		if m[i] == "" {
-			return 0
-		}
-		v, _ := strconv.Atoi(m[i])
-		return v
+	if !p.done() {
+		return false
 	}
-	year, month, day, hour, minute, second := n(1), n(2), n(3), n(4), n(5), n(6)
-	if month < 1 || month > 12 || hour > 23 || minute > 59 || second > 60 || n(7) > 23 || n(8) > 59 {
+	if month < 1 || month > 12 || hour > 23 || minute > 59 || second > 60 || tzH > 23 || tzM > 59 {
 		return false
 	}
 	if year <= 99 {
@@ -127,56 +148,121 @@ func daysIn(year, month int) int {
 	return time.Date(year, time.Month(month)+1, 0, 0, 0, 0, 0, time.UTC).Day()
 }
 
-var ajvDate = regexp.MustCompile(`^(\d\d\d\d)-(\d\d)-(\d\d)$`)
-var ajvTime = regexp.MustCompile(`(?i)^(\d\d):(\d\d):(\d\d(?:\.\d+)?)(z|([+-])(\d\d)(?::?(\d\d))?)?$`)
+// scanner reads fixed-width digit fields; any mismatch makes it fail for good.
+type scanner struct {
+	s   string
+	i   int
+	bad bool
+}
+
+func (p *scanner) peek(c byte) bool { return !p.bad && p.i < len(p.s) && p.s[p.i] == c }
+
+func (p *scanner) done() bool { return !p.bad && p.i == len(p.s) }
+
+// digits reads exactly n ASCII digits.
+func (p *scanner) digits(n int) int {
+	if p.bad || p.i+n > len(p.s) {
+		p.bad = true
+		return -1
+	}
+	v := 0
+	for _, c := range []byte(p.s[p.i : p.i+n]) {
+		if c < '0' || c > '9' {
+			p.bad = true
+			return -1
+		}
+		v = v*10 + int(c-'0')
+	}
+	p.i += n
+	return v
+}
+
+// after reads the byte c, then n digits.
+func (p *scanner) after(c byte, n int) int {
+	if !p.peek(c) {
+		p.bad = true
+		return -1
+	}
+	p.i++
+	return p.digits(n)
+}
+
+// fraction reads one or more digits.
+func (p *scanner) fraction() {
+	start := p.i
+	for p.i < len(p.s) && p.s[p.i] >= '0' && p.s[p.i] <= '9' {
+		p.i++
+	}
+	if p.i == start {
+		p.bad = true
+	}
+}
 
 // isAjvDateTime is ajv-formats 3's full `date-time`: the string split at
-// every `t`, `T` or JavaScript whitespace into exactly a date and a time with
-// a zone; a leap second only at 23:59:60 UTC.
+// every `t`, `T` or JavaScript whitespace into exactly a date,
+// /^(\d\d\d\d)-(\d\d)-(\d\d)$/, and a time with a zone,
+// /^(\d\d):(\d\d):(\d\d(?:\.\d+)?)(z|([+-])(\d\d)(?::?(\d\d))?)?$/i;
+// a leap second only at 23:59:60 UTC.
 func isAjvDateTime(s string) bool {
 	at, size, seps := 0, 0, 0
 	for i, r := range s {
 		if r == 't' || r == 'T' || isJSSpace(r) {
-			at, size = i, len(string(r))
+			at, size = i, utf8.RuneLen(r)
 			seps++
 		}
 	}
 	return seps == 1 && ajvDateOK(s[:at]) && ajvTimeOK(s[at+size:])
 }
 
+var monthDays = [13]int{0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31}
+
 func ajvDateOK(s string) bool {
-	m := ajvDate.FindStringSubmatch(s)
-	if m == nil {
-		return false
-	}
-	year, _ := strconv.Atoi(m[1])
-	month, _ := strconv.Atoi(m[2])
-	day, _ := strconv.Atoi(m[3])
-	days := []int{0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31}
-	if month < 1 || month > 12 || day < 1 {
+	p := scanner{s: s}
+	year := p.digits(4)
+	month := p.after('-', 2)
+	day := p.after('-', 2)
+	if !p.done() || month < 1 || month > 12 || day < 1 {
 		return false
 	}
 	if month == 2 && year%4 == 0 && (year%100 != 0 || year%400 == 0) {
 		return day <= 29
 	}
-	return day <= days[month]
+	return day <= monthDays[month]
 }
 
 func ajvTimeOK(s string) bool {
-	m := ajvTime.FindStringSubmatch(s)
-	if m == nil || m[4] == "" {
+	p := scanner{s: s}
+	hr := p.digits(2)
+	mins := p.after(':', 2)
+	secStart := p.i + 1
+	p.after(':', 2)
+	if p.peek('.') {
+		p.i++
+		p.fraction()
+	}
+	if p.bad {
 		return false
 	}
-	hr, _ := strconv.Atoi(m[1])
-	mins, _ := strconv.Atoi(m[2])
-	sec, _ := strconv.ParseFloat(m[3], 64)
-	sign := 1
-	if m[5] == "-" {
-		sign = -1
+	sec, _ := strconv.ParseFloat(s[secStart:p.i], 64) // +"59.99…" in JavaScript: the same double
+	sign, tzH, tzM := 1, 0, 0
+	switch {
+	case p.peek('z') || p.peek('Z'):
+		p.i++
+	case p.peek('+') || p.peek('-'):
+		if p.s[p.i] == '-' {
+			sign = -1
+		}
+		p.i++
+		tzH = p.digits(2)
+		if p.peek(':') {
+			tzM = p.after(':', 2)
+		} else if p.i < len(s) {
+			tzM = p.digits(2)
+		}
+	default:
+		return false // no zone: ajv-formats' strict date-time refuses it
 	}
-	tzH, _ := strconv.Atoi(m[6])
-	tzM, _ := strconv.Atoi(m[7])
-	if tzH > 23 || tzM > 59 {
+	if !p.done() || tzH > 23 || tzM > 59 {
 		return false
 	}
 	if hr <= 23 && mins <= 59 && sec < 60 {
@@ -190,13 +276,13 @@ func ajvTimeOK(s string) bool {
 	return (utcHr == 23 || utcHr == -1) && (utcMin == 59 || utcMin == -1) && sec < 61
 }
 
-// jsString is JavaScript's String(value) for the primitives an enum holds.
+// jsString is how Array.prototype.join shows an enum's primitive values.
 func jsString(v any) string {
 	switch x := v.(type) {
 	case string:
 		return x
 	case nil:
-		return "null"
+		return ""
 	case bool:
 		return strconv.FormatBool(x)
 	case float64:

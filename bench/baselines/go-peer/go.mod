@@ -3,6 +3,7 @@ module evidence-gateway/bench/go-peer
 go 1.26.0
 
 require (
+	github.com/goccy/go-json v0.12.0
 	github.com/golang-jwt/jwt/v5 v5.3.1
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
 	github.com/twmb/franz-go v1.22.2

@@ -26,6 +26,7 @@ import (
 	"os"
 	"os/signal"
 	"regexp"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -92,7 +93,15 @@ func serve() error {
 	if err != nil {
 		return fmt.Errorf("SCHEMA_FILE: %w", err)
 	}
-	validator, err := newValidator(rules.Schema)
+	var validator RecordValidator
+	switch kind := env("VALIDATOR", "compiled"); kind {
+	case "compiled":
+		validator, err = newCompiledValidator(rules.Schema)
+	case "jsonschema":
+		validator, err = newValidator(rules.Schema)
+	default:
+		err = fmt.Errorf("VALIDATOR: %q is neither compiled nor jsonschema", kind)
+	}
 	if err != nil {
 		return fmt.Errorf("schema: %w", err)
 	}
@@ -122,6 +131,16 @@ func serve() error {
 		return fmt.Errorf("topic %s: %w", topic, err)
 	}
 
+	if file := env("CPU_PROFILE", ""); file != "" {
+		out, err := os.Create(file)
+		if err != nil {
+			return fmt.Errorf("CPU_PROFILE: %w", err)
+		}
+		if err := pprof.StartCPUProfile(out); err != nil {
+			return fmt.Errorf("CPU_PROFILE: %w", err)
+		}
+		defer func() { pprof.StopCPUProfile(); _ = out.Close() }()
+	}
 	log := newAccessLog(env("LOG_LEVEL", "info"))
 	svc := &Service{verifier: verifier, validator: validator, requestID: requestID, kafka: client, topic: topic,
 		timeout: timeout, maxPending: int64(intEnv("MAX_PENDING", 20000)), maxBody: intEnv("MAX_BODY", 1<<20), log: log}
@@ -140,7 +159,7 @@ func serve() error {
 	default:
 		return fmt.Errorf("HTTP_SERVER: %q is neither nethttp nor fasthttp", server)
 	}
-	say(map[string]any{"msg": "go-peer listening", "port": ln.Addr().(*net.TCPAddr).Port, "pid": os.Getpid(), "http": server, "topic": topic})
+	say(map[string]any{"msg": "go-peer listening", "port": ln.Addr().(*net.TCPAddr).Port, "pid": os.Getpid(), "http": server, "validator": env("VALIDATOR", "compiled"), "topic": topic})
 
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)

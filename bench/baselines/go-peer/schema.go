@@ -117,6 +117,12 @@ func stringFormat(ok func(string) bool) func(any) error {
 // FieldError is one entry of the answer's `errors` map.
 type FieldError struct{ Key, Message string }
 
+// RecordValidator is either validator: the library (VALIDATOR=jsonschema)
+// or the compiled tree (VALIDATOR=compiled, compiled.go).
+type RecordValidator interface {
+	Validate(record any) []FieldError
+}
+
 // Validate returns the record's problems in the gateway's key form, in the
 // order ajv reports them, first message per key.
 func (v *Validator) Validate(record any) []FieldError {
@@ -230,6 +236,14 @@ func (v *Validator) message(e *jsonschema.ValidationError, ptr string) string {
 			return "must be a JSON object"
 		}
 		return "must be " + strings.Join(k.Want, ",")
+	case *kind.InvalidJsonValue:
+		// JSON.parse's Infinity, which the library calls no JSON value and ajv no number: its type error.
+		switch t := v.at(ptr)["type"].(type) {
+		case string:
+			return "must be " + t
+		case []any:
+			return "must be " + strings.Trim(strings.Join(strings.Fields(fmt.Sprint(t...)), ","), "[]")
+		}
 	case *kind.Minimum:
 		return "must be >= " + ratString(k.Want)
 	case *kind.Maximum:

@@ -45,7 +45,7 @@ type Reply struct {
 
 type Service struct {
 	verifier   *Verifier
-	validator  *Validator
+	validator  RecordValidator
 	requestID  *regexp.Regexp
 	kafka      *kgo.Client
 	topic      string

@@ -5,8 +5,9 @@
 //
 // 1. a private Kafka (scripts/infra.sh, its own run dir, pinned to CPU1 with
 //    the load generator), warmed up;
-// 2. the gateway (BUS=kafka) and the Go peer (fasthttp and net/http fronts),
-//    each pinned to CPU0, the peer checking tokens against the gateway's
+// 2. the gateway (BUS=kafka) and the Go peer (fasthttp and net/http fronts
+//    with the compiled validator, fasthttp with the jsonschema library), each
+//    pinned to CPU0, the peer checking tokens against the gateway's
 //    /.well-known/jwks.json, so one login serves both;
 // 3. checks: every case of cases.mjs to both, answers compared; the accepted
 //    ones' Kafka messages compared;
@@ -15,11 +16,12 @@
 //    (and the same for the gateway), every record with the message's shape.
 //
 // Knobs: TRY_DURATION (15 s), TRY_WARMUP (3 s), TRY_CONNECTIONS (50),
-// TRY_KAFKA_WARMUP (15 s), TRY_TARGETS (bare-uws-json,gateway,go-peer,go-peer-nethttp),
+// TRY_KAFKA_WARMUP (15 s), TRY_TARGETS (bare-uws-json,gateway,go-peer,go-peer-nethttp,go-peer-jsonschema),
 // TRY_LOAD=0 (checks only), TRY_KAFKA_BROKERS (use that broker, no private one),
+// TRY_CPU_PROFILE=1 (the peers' pprof profiles into bench/results/profiles/),
 // and the Go peer's own (LINGER_MS, BATCH_MAX_BYTES, COMPRESSION) pass through.
 import { randomUUID } from 'node:crypto'
-import { writeFileSync, readFileSync } from 'node:fs'
+import { writeFileSync, readFileSync, mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { installCleanupHandlers, pinSelf, tempDir, hasTaskset } from '../../lib/procs.mjs'
 import { startInfra, warmKafka } from '../../lib/infra.mjs'
@@ -36,7 +38,11 @@ const WARMUP = num('TRY_WARMUP', 3)
 const CONNECTIONS = num('TRY_CONNECTIONS', 50)
 const KAFKA_WARMUP = num('TRY_KAFKA_WARMUP', 15)
 const LOAD = process.env.TRY_LOAD !== '0'
-const TARGETS = (process.env.TRY_TARGETS ?? 'bare-uws-json,gateway,go-peer,go-peer-nethttp').split(',').map(s => s.trim())
+const PROFILE = process.env.TRY_CPU_PROFILE === '1'
+const PROFILE_DIR = join(REPO_DIR, 'bench', 'results', 'profiles')
+// The peer's variants: [label, HTTP_SERVER, VALIDATOR].
+const PEERS = [['go-peer', 'fasthttp', 'compiled'], ['go-peer-nethttp', 'nethttp', 'compiled'], ['go-peer-jsonschema', 'fasthttp', 'jsonschema']]
+const TARGETS = (process.env.TRY_TARGETS ?? ['bare-uws-json', 'gateway', ...PEERS.map(p => p[0])].join(',')).split(',').map(s => s.trim())
 const PIN = hasTaskset()
 const SERVER_CPU = PIN ? 0 : undefined
 const LOAD_CPU = PIN ? 1 : undefined
@@ -54,9 +60,10 @@ checkBuild(log)
 buildGoPeer(log)
 
 const dir = tempDir('go-peer-try-')
+if (PROFILE) mkdirSync(PROFILE_DIR, { recursive: true })
 const ctx = { tmpDir: dir, serverCpu: SERVER_CPU, log, warn: log, settings: { logLevel: 'info' }, nodeArgsFor: () => [] }
 const run = randomUUID().slice(0, 8)
-const topics = { gateway: `try.gateway.${run}`, 'go-peer': `try.go-peer.${run}`, 'go-peer-nethttp': `try.go-peer-nethttp.${run}` }
+const topics = Object.fromEntries(['gateway', ...PEERS.map(p => p[0])].map(label => [label, `try.${label}.${run}`]))
 
 let infra
 const brokers = process.env.TRY_KAFKA_BROKERS ?? (infra = await startInfra({ cpu: LOAD_CPU, log })).brokers
@@ -70,9 +77,10 @@ try {
   const token = await login(gw)
   const noScopeToken = await loginAs(gw, NO_SCOPE)
   const peers = {}
-  for (const [label, http] of [['go-peer', 'fasthttp'], ['go-peer-nethttp', 'nethttp']]) {
+  for (const [label, http, validator] of PEERS) {
     if (!TARGETS.includes(label)) continue
-    peers[label] = await goPeer({ label, env: { KAFKA_BROKERS: brokers, TOPIC: topics[label], JWKS_URL: `${gw.url}/.well-known/jwks.json`, HTTP_SERVER: http } }).start(ctx)
+    const profile = PROFILE ? { CPU_PROFILE: join(PROFILE_DIR, `go-peer-try-${label}-${run}.pprof`) } : {}
+    peers[label] = await goPeer({ label, env: { KAFKA_BROKERS: brokers, TOPIC: topics[label], JWKS_URL: `${gw.url}/.well-known/jwks.json`, HTTP_SERVER: http, VALIDATOR: validator, ...profile } }).start(ctx)
   }
   log(`gateway ${gw.url}, ${Object.entries(peers).map(([l, p]) => `${l} ${p.url}`).join(', ')}`)
 
@@ -101,6 +109,7 @@ try {
     const stopped = readFileSync(peer.logFile, 'utf8').trim().split('\n').map(l => { try { return JSON.parse(l) } catch { return {} } }).find(l => l.msg === 'go-peer stopped')
     if (!stopped) { failures.push(`${label}: no "go-peer stopped" line`); continue }
     await verifyTopic(label, topics[label], stopped.answered['200'] ?? 0, stopped.answered)
+    if (PROFILE) console.log(`  ${label}: CPU profile in ${peer.env?.CPU_PROFILE ?? join(PROFILE_DIR, `go-peer-try-${label}-${run}.pprof`)} (go tool pprof -top ${buildGoPeer()} <file>)`)
   }
 
   if (rows.length > 0) printTable(rows)
