@@ -8,10 +8,10 @@ import (
 	"math"
 	"math/big"
 	"regexp"
-	"unicode/utf8"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
