@@ -17,7 +17,8 @@
 //
 // Knobs: TRY_DURATION (15 s), TRY_WARMUP (3 s), TRY_CONNECTIONS (50),
 // TRY_KAFKA_WARMUP (15 s), TRY_TARGETS (bare-uws-json,gateway,go-peer,go-peer-nethttp,go-peer-jsonschema),
-// TRY_LOAD=0 (checks only), TRY_KAFKA_BROKERS (use that broker, no private one),
+// TRY_ROUNDS (1: each target measured once; more: the targets take turns,
+// medians printed), TRY_LOAD=0 (checks only), TRY_KAFKA_BROKERS (use that broker, no private one),
 // TRY_CPU_PROFILE=1 (the peers' pprof profiles into bench/results/profiles/),
 // and the Go peer's own (LINGER_MS, BATCH_MAX_BYTES, COMPRESSION) pass through.
 import { randomUUID } from 'node:crypto'
@@ -37,9 +38,11 @@ const DURATION = num('TRY_DURATION', 15)
 const WARMUP = num('TRY_WARMUP', 3)
 const CONNECTIONS = num('TRY_CONNECTIONS', 50)
 const KAFKA_WARMUP = num('TRY_KAFKA_WARMUP', 15)
+const ROUNDS = num('TRY_ROUNDS', 1)
 const LOAD = process.env.TRY_LOAD !== '0'
 const PROFILE = process.env.TRY_CPU_PROFILE === '1'
-const PROFILE_DIR = join(REPO_DIR, 'bench', 'results', 'profiles')
+const RESULTS_DIR = join(REPO_DIR, 'bench', 'results')
+const PROFILE_DIR = join(RESULTS_DIR, 'profiles')
 // The peer's variants: [label, HTTP_SERVER, VALIDATOR].
 const PEERS = [['go-peer', 'fasthttp', 'compiled'], ['go-peer-nethttp', 'nethttp', 'compiled'], ['go-peer-jsonschema', 'fasthttp', 'jsonschema']]
 const TARGETS = (process.env.TRY_TARGETS ?? ['bare-uws-json', 'gateway', ...PEERS.map(p => p[0])].join(',')).split(',').map(s => s.trim())
@@ -86,16 +89,21 @@ try {
 
   await checkAnswers(gw, peers, token, noScopeToken)
 
-  const rows = []
+  const rounds = [] // one list of rows per round; the targets take turns within each
   if (LOAD) {
     const headers = { ...BASE_HEADERS(token), 'X-Request-Id': 'try-load' }
     const servers = { gateway: gw, ...peers }
-    for (const label of TARGETS) {
-      if (label === 'bare-uws-json') {
-        const bare = await bareUws({ label, script: 'bare-uws-json.mjs' }).start(ctx)
-        rows.push(await measure(label, bare, headers))
-        await bare.stop()
-      } else if (servers[label]) rows.push(await measure(label, servers[label], headers))
+    for (let round = 1; round <= ROUNDS; round++) {
+      if (ROUNDS > 1) log(`round ${round} of ${ROUNDS}`)
+      const rows = []
+      for (const label of TARGETS) {
+        if (label === 'bare-uws-json') {
+          const bare = await bareUws({ label, script: 'bare-uws-json.mjs' }).start(ctx)
+          rows.push(await measure(label, bare, headers))
+          await bare.stop()
+        } else if (servers[label]) rows.push(await measure(label, servers[label], headers))
+      }
+      rounds.push(rows)
     }
   }
 
@@ -112,7 +120,7 @@ try {
     if (PROFILE) console.log(`  ${label}: CPU profile in ${peer.env?.CPU_PROFILE ?? join(PROFILE_DIR, `go-peer-try-${label}-${run}.pprof`)} (go tool pprof -top ${buildGoPeer()} <file>)`)
   }
 
-  if (rows.length > 0) printTable(rows)
+  if (rounds.length > 0) printTable(rounds)
 } finally {
   await infra?.stop()
 }
@@ -199,18 +207,33 @@ async function verifyTopic (label, topic, ok, statuses, abandoned = 0) {
   if (c.bad > 0) failures.push(`${label}: ${c.bad} malformed records, first: ${c.firstBad}`)
 }
 
-function printTable (rows) {
+/** One row per target: the median over the rounds (a busy machine moves single runs a lot), with the spread of CPU µs/req. */
+function printTable (rounds) {
+  const median = list => { const v = list.filter(x => x !== undefined).sort((a, b) => a - b); return v.length ? (v.length % 2 ? v[(v.length - 1) / 2] : (v[v.length / 2 - 1] + v[v.length / 2]) / 2) : undefined }
+  const labels = rounds[0].map(r => r.label)
+  const rows = labels.map(label => {
+    const runs = rounds.map(rows => rows.find(r => r.label === label))
+    const m = key => median(runs.map(r => r[key]))
+    return { label, reqPerSec: m('reqPerSec'), p50: m('p50'), p99: m('p99'), serverCpu: m('serverCpu'), cpuUsPerReq: m('cpuUsPerReq'), loadCpu: m('loadCpu'), othersOnServerCpu: m('othersOnServerCpu'), rss: Math.max(...runs.map(r => r.rss)), spread: runs.map(r => r.cpuUsPerReq) }
+  })
   const bare = rows.find(r => r.label === 'bare-uws-json')?.reqPerSec
   const peer = rows.find(r => r.label === 'go-peer')?.reqPerSec
+  const peerUs = rows.find(r => r.label === 'go-peer')?.cpuUsPerReq
   const cols = [
     ['target', r => r.label, 'l'], ['req/s', r => Math.round(r.reqPerSec)], ['p50 ms', r => r.p50?.toFixed(2)], ['p99 ms', r => r.p99?.toFixed(2)],
-    ['srv CPU', r => `${Math.round(r.serverCpu * 100)}%`], ['CPU µs/req', r => r.cpuUsPerReq.toFixed(0)], ['load CPU', r => r.loadCpu === undefined ? '-' : `${Math.round(r.loadCpu * 100)}%`], ['others on srv CPU', r => r.othersOnServerCpu === undefined ? '-' : `${Math.round(r.othersOnServerCpu * 100)}%`],
-    ['peak RSS', r => `${Math.round(r.rss / 1048576)} MiB`], ['vs bare', r => (bare ? (r.reqPerSec / bare).toFixed(2) + '×' : '-')], ['vs go-peer', r => (peer ? (r.reqPerSec / peer).toFixed(2) + '×' : '-')]
+    ['srv CPU', r => `${Math.round(r.serverCpu * 100)}%`], ['CPU µs/req', r => r.cpuUsPerReq.toFixed(0)], ...(rounds.length > 1 ? [['µs/req per round', r => r.spread.map(v => v.toFixed(0)).join(' ')]] : []), ['load CPU', r => r.loadCpu === undefined ? '-' : `${Math.round(r.loadCpu * 100)}%`], ['others on srv CPU', r => r.othersOnServerCpu === undefined ? '-' : `${Math.round(r.othersOnServerCpu * 100)}%`],
+    ['peak RSS', r => `${Math.round(r.rss / 1048576)} MiB`], ['vs bare', r => (bare ? (r.reqPerSec / bare).toFixed(2) + '×' : '-')], ['vs go-peer', r => (peer ? (r.reqPerSec / peer).toFixed(2) + '×' : '-')],
+    ['per core vs go-peer', r => (peerUs ? (peerUs / r.cpuUsPerReq).toFixed(2) + '×' : '-')]
   ]
   const cells = rows.map(r => cols.map(([, get]) => String(get(r))))
   const widths = cols.map(([title], i) => Math.max(title.length, ...cells.map(c => c[i].length)))
   const fmtRow = vals => vals.map((v, i) => (cols[i][2] === 'l' ? v.padEnd(widths[i]) : v.padStart(widths[i]))).join('   ')
-  console.log(`\nPOST ${PATH}, test/fixtures/asset-track.json (${BODY.length} B), ${CONNECTIONS} connections, ${DURATION} s, 1 wrk thread; ${PIN ? `server on CPU${SERVER_CPU}, wrk and Kafka on CPU${LOAD_CPU}` : 'not pinned'}`)
+  console.log(`\nPOST ${PATH}, test/fixtures/asset-track.json (${BODY.length} B), ${CONNECTIONS} connections, ${DURATION} s${rounds.length > 1 ? ` × ${rounds.length} rounds (medians)` : ''}, 1 wrk thread; ${PIN ? `server on CPU${SERVER_CPU}, wrk and Kafka on CPU${LOAD_CPU}` : 'not pinned'}`)
   console.log(fmtRow(cols.map(([t]) => t)))
   for (const c of cells) console.log(fmtRow(c))
+  console.log('(per core vs go-peer: requests per CPU-second of the server, against go-peer\'s)')
+  mkdirSync(RESULTS_DIR, { recursive: true })
+  const file = join(RESULTS_DIR, `go-peer-try-${new Date().toISOString().replace(/:/g, '-')}.json`)
+  writeFileSync(file, JSON.stringify({ settings: { DURATION, WARMUP, CONNECTIONS, ROUNDS, pinned: PIN }, medians: rows, rounds }, null, 2) + '\n')
+  console.log(`results: ${file}`)
 }
