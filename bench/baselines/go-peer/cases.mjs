@@ -27,6 +27,7 @@ export function cases () {
   return [
     { name: 'the spec example', body: JSON.stringify(FIXTURE), publish: true },
     { name: 'no Authorization', body: rec({}), headers: () => ({ Authorization: undefined }) },
+    { name: 'empty Authorization', body: rec({}), headers: () => ({ Authorization: '' }) },
     { name: 'Bearer and nothing', body: rec({}), headers: () => ({ Authorization: 'Bearer ' }) },
     { name: 'Basic scheme', body: rec({}), headers: () => ({ Authorization: 'Basic YTpi' }) },
     { name: 'two words after Bearer', body: rec({}), headers: t => ({ Authorization: `Bearer ${t} x` }) },

@@ -97,6 +97,7 @@ func (v *Verifier) Verify(authorization string, present bool, scope string) (*Cl
 	c := v.cache[token]
 	v.cacheMu.RUnlock()
 	if c != nil && c.expMs <= nowMs {
+		v.forget(token)
 		c = nil
 	}
 	if c == nil {
@@ -123,6 +124,18 @@ func (v *Verifier) remember(token string, c *Claims) {
 		v.fifo = append(v.fifo, token)
 	}
 	v.cache[token] = c
+}
+
+func (v *Verifier) forget(token string) {
+	v.cacheMu.Lock()
+	defer v.cacheMu.Unlock()
+	delete(v.cache, token)
+	for i, t := range v.fifo {
+		if t == token {
+			v.fifo = append(v.fifo[:i], v.fifo[i+1:]...)
+			break
+		}
+	}
 }
 
 // bearerToken is RFC 6750 §2.1 as src/auth/jwt.ts reads it, with its three details.
