@@ -102,8 +102,23 @@ export const BASE_HEADERS = token => ({
   'X-Request-Timestamp': '1763799330'
 })
 
-/** One request on a fresh connection: { status, headers, body } (body text). Survives a server that closes after a 413. */
-export function send (url, path, headers, body) {
+/**
+ * One request on a fresh connection: { status, headers, body } (body text).
+ * A server that answers 413 before reading the body closes the connection
+ * with the rest unread, and the kernel may then reset it before the answer
+ * is read (ECONNRESET / EPIPE with no response): such a request is sent again.
+ */
+export async function send (url, path, headers, body) {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await sendOnce(url, path, headers, body)
+    } catch (err) {
+      if (attempt >= 5 || !['ECONNRESET', 'EPIPE'].includes(err.code)) throw err
+    }
+  }
+}
+
+function sendOnce (url, path, headers, body) {
   return new Promise((resolve, reject) => {
     const data = Buffer.isBuffer(body) ? body : Buffer.from(body)
     const req = httpRequest(new URL(path, url), { method: 'POST', agent: false, headers: { ...headers, 'Content-Length': String(data.length) } }, res => {
