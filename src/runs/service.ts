@@ -29,7 +29,7 @@ export class HarnessService {
 
   constructor (private readonly config: Config, state: StateStore, bus: Bus, private readonly log: Logger) {
     this.store = new RunStore(state)
-    this.gate = new HarnessGate({ enabled: config.svcHarnessAuthEnabled, issuer: config.idpIssuer, jwksUrl: config.idpJwksUrl, audience: config.idpRs256Audience })
+    this.gate = new HarnessGate({ enabled: config.svcHarnessAuthEnabled, issuer: config.idpIssuer, jwksUrl: config.idpJwksUrl, audience: config.idpRs256Audience, tenantAssertionSecret: config.harnessTenantAssertionSecret })
     this.keysLoaded = !config.svcHarnessAuthEnabled
     this.publisher = new MicroBatcher({ maxBatch: config.harnessPublishBatchMax, lingerMs: config.harnessPublishLingerMs, maxPending: 100_000, timeoutMs: 30_000, publish: messages => bus.publish(config.topicRuns, messages) })
     const modes = builtInModes({ url: config.harnessLlmUrl, model: config.harnessLlmModel, apiKey: config.harnessLlmApiKey })
