@@ -11,12 +11,11 @@ import { createHash } from 'node:crypto'
 import { spawnSync } from 'node:child_process'
 import { existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync } from 'node:fs'
 import { homedir } from 'node:os'
-import { dirname, join } from 'node:path'
-import { fileURLToPath } from 'node:url'
+import { join } from 'node:path'
 import { startServer, listeningLine } from './procs.mjs'
+import { BENCH_DIR, REPO_DIR } from './paths.mjs'
 
-const REPO_DIR = dirname(dirname(dirname(fileURLToPath(import.meta.url))))
-export const GO_PEER_DIR = join(REPO_DIR, 'bench', 'baselines', 'go-peer')
+export const GO_PEER_DIR = join(BENCH_DIR, 'baselines', 'go-peer')
 const CACHE_DIR = join(process.env.XDG_CACHE_HOME || join(homedir(), '.cache'), 'evidence-gateway-bench')
 
 /** sha256 of what goes into the binary: go.mod, go.sum and the .go files but the tests. */

@@ -26,7 +26,8 @@ import { writeFileSync, readFileSync, mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { installCleanupHandlers, pinSelf, tempDir, hasTaskset } from '../../lib/procs.mjs'
 import { startInfra, warmKafka } from '../../lib/infra.mjs'
-import { gateway, bareUws, checkBuild, REPO_DIR } from '../../lib/targets.mjs'
+import { gateway, baseline, checkBuild } from '../../lib/targets.mjs'
+import { REPO_DIR } from '../../lib/paths.mjs'
 import { ensureWrk, runWrk } from '../../lib/wrk.mjs'
 import { sampleProcess, sampleSystem } from '../../lib/sampler.mjs'
 import { AUDIENCE, CLIENT, login } from '../../lib/login.mjs'
@@ -77,7 +78,7 @@ try {
   const gw = await gateway({
     env: { BUS: 'kafka', KAFKA_BROKERS: brokers, AUTH_CLIENTS_FILE: clientsFile, TOPIC_TELEMETRY: topics.gateway, TOPIC_EVIDENCE: `try.evidence.${run}`, TOPIC_RUNS: `try.runs.${run}` }
   }).start(ctx)
-  const token = await login(gw)
+  const token = await login(gw.url)
   const noScopeToken = await loginAs(gw, NO_SCOPE)
   const peers = {}
   for (const [label, http, validator] of PEERS) {
@@ -98,7 +99,7 @@ try {
       const rows = []
       for (const label of TARGETS) {
         if (label === 'bare-uws-json') {
-          const bare = await bareUws({ label, script: 'bare-uws-json.mjs' }).start(ctx)
+          const bare = await baseline({ label, script: 'bare-uws-json.mjs' }).start(ctx)
           rows.push(await measure(label, bare, headers))
           await bare.stop()
         } else if (servers[label]) rows.push(await measure(label, servers[label], headers))
