@@ -2,6 +2,7 @@ import { Kafka, logLevel, Partitioners, type Producer, type Admin, type KafkaCon
 import type { Logger } from 'pino'
 import type { Config } from '../config/index.js'
 import type { Bus, BusMessage } from './types.js'
+import { installFastProduce } from './kafka-produce.js'
 
 /** While the bus is known to be down, how often it checks whether it is back. */
 const RECHECK_MS = 1000
@@ -56,6 +57,7 @@ export class KafkaBus implements Bus {
       options.sasl = { mechanism: config.kafkaSaslMechanism, username: config.kafkaUsername!, password: config.kafkaPassword! } as KafkaConfig['sasl']
     }
     this.kafka = kafka ?? new Kafka(options)
+    if (!installFastProduce()) log.warn('kafkajs is not the version its produce encoder was checked against: using its own, slower one')
     this.topics = [config.topicTelemetry, config.topicEvidence, config.topicRuns]
   }
 

@@ -1,0 +1,147 @@
+import t from 'tap'
+import { randomUUID } from 'node:crypto'
+import { createRequire } from 'node:module'
+import pino from 'pino'
+import { KafkaBus } from '../../src/bus/index.js'
+import { crc32c } from '../../src/bus/crc32c.js'
+import { encodeProduceBody, fastProduce, installFastProduce } from '../../src/bus/kafka-produce.js'
+import { loadConfig } from '../../src/config/index.js'
+import { consume } from '../helpers/kafka.js'
+import { sharedInfra } from '../helpers/infra.js'
+
+const require = createRequire(import.meta.url)
+const REQUEST = require.resolve('kafkajs/src/protocol/requests/produce/v3/request.js')
+// Taken before anything installs the fast encoder, so this is kafkajs's own.
+const kafkajsProduce = require(REQUEST) as (args: any) => { apiKey: number, apiVersion: number, encode: () => Promise<{ buffer: Buffer }> }
+const Encoder = require('kafkajs/src/protocol/encoder.js')
+const Long = require('kafkajs/src/utils/long.js')
+const kafkajsCrc = require('kafkajs/src/protocol/recordBatch/crc32C/index.js') as (b: Buffer) => number
+
+const NOW = 1_763_799_330_123
+
+/** kafkajs's bytes for `args`, with its clock held at NOW. */
+async function kafkajsBytes (args: unknown): Promise<Buffer> {
+  const real = Date.now
+  Date.now = () => NOW
+  try {
+    return (await kafkajsProduce(args).encode()).buffer
+  } finally {
+    Date.now = real
+  }
+}
+
+const record = (i: number) => ({
+  key: `truck-${i}`,
+  value: JSON.stringify({ asset_id: `truck-${i}`, note: 'é✓😀'.repeat(i), pad: 'x'.repeat(i * 97) }),
+  headers: { 'x-request-id': `req-${i}`, 'client-id': 'fleet-1', schema: 'asset-tracking-data@1', 'message-id': `fleet-1/req-${i}` }
+})
+
+const cases: Array<[string, unknown]> = [
+  ['one record, no producer id', { acks: -1, timeout: 30000, topicData: [{ topic: 'asset.telemetry.v1', partitions: [{ partition: 0, messages: [record(1)] }] }] }],
+  ['idempotent: producer id as a Long, epoch, first sequence', {
+    acks: -1,
+    timeout: 30000,
+    producerId: Long.fromNumber(4_000_000_123),
+    producerEpoch: 3,
+    topicData: [{ topic: 'asset.telemetry.v1', partitions: [{ partition: 5, firstSequence: 2_147_483_000, messages: Array.from({ length: 300 }, (_, i) => record(i)) }] }]
+  }],
+  ['producer id as a number and as a string', { acks: 1, timeout: 5, producerId: 77, topicData: [{ topic: 't', partitions: [{ partition: 1, messages: [record(2)] }] }] }],
+  ['string producer id above 2^53', { acks: 1, timeout: 5, producerId: '9007199254740993', topicData: [{ topic: 't', partitions: [{ partition: 1, messages: [record(2)] }] }] }],
+  ['transactional, several topics and partitions', {
+    acks: -1,
+    timeout: 1000,
+    transactionalId: 'tx-é',
+    producerId: 5,
+    topicData: [
+      { topic: 'a', partitions: [{ partition: 0, messages: [record(3), record(4)] }, { partition: 2, messages: [record(5)] }] },
+      { topic: 'b.ü', partitions: [{ partition: 1, messages: [record(6)] }] }
+    ]
+  }],
+  ['null and missing keys, Buffer values, empty value, no headers, Buffer header values', {
+    acks: -1,
+    timeout: 30000,
+    topicData: [{
+      topic: 'x',
+      partitions: [{
+        partition: 0,
+        messages: [
+          { key: null, value: 'v' },
+          { value: Buffer.from([0, 1, 2, 255]) },
+          { key: Buffer.from('k'), value: '', headers: {} },
+          { key: 'k', value: null, headers: { bin: Buffer.from([9, 9]), empty: '' } }
+        ]
+      }]
+    }]
+  }]
+]
+
+t.test('the request body is byte for byte the one kafkajs encodes', async t => {
+  for (const [name, args] of cases) {
+    const ours = encodeProduceBody(args as Parameters<typeof encodeProduceBody>[0], NOW)
+    t.ok(ours.equals(await kafkajsBytes(args)), name)
+  }
+})
+
+t.test('through fastProduce, kafkajs\'s request keeps its fields and gets the same bytes', async t => {
+  const build = fastProduce(kafkajsProduce as any, Encoder)
+  const [, args] = cases[1]!
+  const real = Date.now
+  Date.now = () => NOW
+  try {
+    const request = build(args as any)
+    t.equal(request['apiKey'], kafkajsProduce(args).apiKey)
+    t.equal(request['apiVersion'], 3)
+    const encoder = await request.encode() as unknown as { buffer: Buffer, size: () => number }
+    t.ok(encoder.buffer.equals(await kafkajsBytes(args)), 'the encoder kafkajs reads holds our bytes')
+    t.equal(encoder.size(), encoder.buffer.length, 'and its size')
+  } finally {
+    Date.now = real
+  }
+})
+
+t.test('what it does not cover is left to kafkajs: compression, timestamps, list header values', async t => {
+  const build = fastProduce(kafkajsProduce as any, Encoder)
+  const one = (m: object, extra: object = {}) => ({ acks: -1, timeout: 1, ...extra, topicData: [{ topic: 't', partitions: [{ partition: 0, messages: [m] }] }] })
+  const uncovered = [
+    one({ key: 'k', value: 'v', timestamp: NOW - 5 }),
+    one({ key: 'k', value: 'v', headers: { a: ['1', '2'] } }),
+    one({ key: 'k', value: 'v' }, { compression: 1 })
+  ]
+  for (const args of uncovered) {
+    const request = build(args as any)
+    const real = Date.now
+    Date.now = () => NOW
+    try {
+      t.ok((await request.encode() as unknown as { buffer: Buffer }).buffer.equals(await kafkajsBytes(args)), JSON.stringify(args).slice(0, 80))
+    } finally {
+      Date.now = real
+    }
+  }
+})
+
+t.test('the CRC-32C equals kafkajs\'s at every length and offset', async t => {
+  const buf = Buffer.from(Array.from({ length: 1000 }, (_, i) => (i * 131 + 7) & 0xff))
+  for (const [start, end] of [[0, 0], [0, 1], [0, 7], [0, 8], [3, 20], [1, 999], [0, 1000]] as const) {
+    t.equal(crc32c(buf, start, end), kafkajsCrc(buf.subarray(start, end)), `[${start}, ${end})`)
+  }
+})
+
+t.test('installed into kafkajs for the version it was checked against', async t => {
+  t.equal(installFastProduce(), require('kafkajs/package.json').version === '2.2.4')
+  t.not(require(REQUEST), kafkajsProduce, 'kafkajs\'s module cache holds the fast request')
+})
+
+t.test('a real broker takes what it encodes (CRC, idempotent sequence) and a consumer reads the same records', async t => {
+  const infra = sharedInfra(t)
+  if (!infra) return
+  const topic = `kafka-produce-${randomUUID()}`
+  const bus = new KafkaBus(loadConfig({ BUS: 'kafka', KAFKA_BROKERS: infra.KAFKA_BROKERS, TOPIC_TELEMETRY: topic, KAFKA_TOPIC_PARTITIONS: '1' }), pino({ level: 'silent' }))
+  t.teardown(() => bus.close())
+  await bus.start()
+  const sent = Array.from({ length: 40 }, (_, i) => record(i))
+  // Several batches, so the broker checks the producer's sequence numbers across them.
+  for (let i = 0; i < sent.length; i += 10) await bus.publish(topic, sent.slice(i, i + 10))
+  const got = await consume(infra.KAFKA_BROKERS, topic, sent.length)
+  t.equal(got.length, sent.length, 'every record arrived')
+  t.same(got.map(m => ({ key: m.key, value: m.value, headers: m.headers })), sent, 'keys, values and headers as sent')
+})
