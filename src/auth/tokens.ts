@@ -74,20 +74,25 @@ export class TokenVerifier {
     this.now = options.now ?? Date.now
   }
 
-  /** Resolves the claims, or throws 401 (no/invalid/expired token) or 403 (scope missing). */
-  async verify (authorization: string | undefined, scope: string): Promise<TokenClaims> {
+  /**
+   * The claims, or throws 401 (no/invalid/expired token) or 403 (scope
+   * missing). A cached token is answered synchronously (no promise per
+   * request); only a signature check is asynchronous.
+   */
+  verify (authorization: string | undefined, scope: string): TokenClaims | Promise<TokenClaims> {
     const token = bearerToken(authorization)
-    let entry = this.cache.get(token)
-    if (entry && (entry.claims.exp ?? 0) * 1000 <= this.now()) {
-      this.cache.delete(token)
-      entry = undefined
-    }
-    if (!entry) {
-      const claims = await this.verifySignature(token)
-      entry = { claims, scopes: new Set(claims.scope.split(' ')) }
+    const entry = this.cache.get(token)
+    if (entry !== undefined && (entry.claims.exp ?? 0) * 1000 > this.now()) return this.granted(entry, scope)
+    if (entry !== undefined) this.cache.delete(token)
+    return this.verifySignature(token).then(claims => {
+      const fresh = { claims, scopes: new Set(claims.scope.split(' ')) }
       if (this.cache.size >= this.cacheSize) this.cache.delete(this.cache.keys().next().value!)
-      this.cache.set(token, entry)
-    }
+      this.cache.set(token, fresh)
+      return this.granted(fresh, scope)
+    })
+  }
+
+  private granted (entry: { claims: TokenClaims, scopes: ReadonlySet<string> }, scope: string): TokenClaims {
     if (!entry.scopes.has(scope)) {
       throw new GatewayError('forbidden', `token lacks scope ${scope}`, { details: { authorization: `scope ${scope} required` } })
     }

@@ -19,15 +19,19 @@ export interface BatcherOptions {
   refuse?: () => GatewayError | undefined
 }
 
+/** Told once per record: `err` is undefined when its batch was acknowledged. */
+export type Settled<T> = (token: T, err: GatewayError | undefined, message: BusMessage) => void
+
 interface Entry {
   message: BusMessage
   deadline: number
   settled: boolean
-  resolve: () => void
-  reject: (err: GatewayError, message: BusMessage) => void
+  token: unknown
+  done: Settled<any>
 }
 
-const NOTHING = (): void => {}
+const settlePromise: Settled<{ resolve: () => void, reject: (err: GatewayError) => void }> = (p, err) => { if (err) p.reject(err); else p.resolve() }
+const reportFailure: Settled<(err: GatewayError, message: BusMessage) => void> = (failed, err, message) => { if (err) failed(err, message) }
 
 /**
  * Groups records into batches and answers each record when its batch is
@@ -51,7 +55,7 @@ export class MicroBatcher {
   add (message: BusMessage): Promise<void> {
     const refused = this.refused()
     if (refused) return Promise.reject(refused)
-    return new Promise((resolve, reject) => { this.enqueue(message, resolve, reject) })
+    return new Promise((resolve, reject) => { this.enqueue(message, { resolve, reject }, settlePromise) })
   }
 
   /**
@@ -62,15 +66,29 @@ export class MicroBatcher {
   push (message: BusMessage, failed: (err: GatewayError, message: BusMessage) => void): void {
     const refused = this.refused()
     if (refused) failed(refused, message)
-    else this.enqueue(message, NOTHING, failed)
+    else this.enqueue(message, failed, reportFailure)
+  }
+
+  /**
+   * `add` without a promise or closure per record: `settled(token, err)` is
+   * called once, when the record's batch is acknowledged (err undefined),
+   * fails or times out, and it can be one function shared by every record.
+   * A record refused at once (overload, the bus known down) is not queued:
+   * the refusal is returned and `settled` is never called.
+   */
+  submit<T> (message: BusMessage, token: T, settled: Settled<T>): GatewayError | undefined {
+    const refused = this.refused()
+    if (refused) return refused
+    this.enqueue(message, token, settled)
+    return undefined
   }
 
   private refused (): GatewayError | undefined {
     return this.options.refuse?.() ?? (this.pending >= this.options.maxPending ? this.overloaded() : undefined)
   }
 
-  private enqueue (message: BusMessage, resolve: Entry['resolve'], reject: Entry['reject']): void {
-    const entry: Entry = { message, deadline: Date.now() + this.options.timeoutMs, settled: false, resolve, reject }
+  private enqueue (message: BusMessage, token: unknown, done: Settled<any>): void {
+    const entry: Entry = { message, deadline: Date.now() + this.options.timeoutMs, settled: false, token, done }
     this.queue.push(entry)
     this.armDeadline(entry.deadline)
     if (this.inFlight) return
@@ -112,8 +130,7 @@ export class MicroBatcher {
     for (const e of batch) {
       if (e.settled) continue
       e.settled = true
-      if (err) e.reject(err, e.message)
-      else e.resolve()
+      e.done(e.token, err, e.message)
     }
     this.inFlight = undefined
     // Records that queued behind this batch have waited long enough already.
@@ -139,13 +156,13 @@ export class MicroBatcher {
     const now = Date.now()
     const timeout = publishFailed(`no acknowledgment within ${this.options.timeoutMs} ms`)
     for (const e of this.inFlight ?? []) {
-      if (!e.settled && e.deadline <= now) { e.settled = true; e.reject(timeout, e.message) }
+      if (!e.settled && e.deadline <= now) { e.settled = true; e.done(e.token, timeout, e.message) }
     }
     let expired = 0
     while (expired < this.queue.length && this.queue[expired]!.deadline <= now) {
       const e = this.queue[expired++]!
       e.settled = true
-      e.reject(timeout, e.message)
+      e.done(e.token, timeout, e.message)
     }
     if (expired > 0) this.queue = this.queue.slice(expired)
     const next = Math.min(this.inFlight?.find(e => !e.settled)?.deadline ?? Infinity, this.queue[0]?.deadline ?? Infinity)

@@ -20,6 +20,16 @@ export interface Reply {
 export const CLIENT_CLOSED = 499
 
 /**
+ * What a handler returns when it answers later, through ctx.settle(): a
+ * request waiting on a shared event (its batch's acknowledgment) then needs
+ * no promise and no closure of its own.
+ */
+export const LATER: unique symbol = Symbol('answered later')
+
+/** Where ctx.settle() goes: the server's own answer path. */
+export type Settle = (ctx: RequestContext, reply: Reply | undefined, err: unknown) => void
+
+/**
  * One request. Everything uWS gives on the stack (method, url, headers) is
  * copied here in the synchronous part of the handler, because HttpRequest is
  * gone after the first await.
@@ -49,13 +59,16 @@ export class RequestContext implements Exchange {
   intake: Intake<unknown> | undefined = undefined
   /** An answer was decided: sent, or waiting for the rest of the body. */
   answered = false
-  private parsed: { value: unknown } | undefined
+  private parsed: { value: unknown, text: string } | undefined
   private state: 'open' | 'streaming' | 'done' | 'aborted' = 'open'
   private streamStatus = 200
   private paused = false
   private address: string | undefined
   private controller: AbortController | undefined
   private readonly abortHandlers: Array<() => void> = []
+  private settleTo: Settle | undefined
+  private early: { reply: Reply | undefined, err: unknown } | undefined
+  private settled = false
 
   constructor (readonly res: HttpResponse, req: HttpRequest, private readonly onFinish: (ctx: RequestContext, status: number) => void) {
     this.method = req.getCaseSensitiveMethod()
@@ -89,18 +102,50 @@ export class RequestContext implements Exchange {
    * handler asks, so it can check the caller's token first.
    */
   json (): unknown {
-    if (this.parsed) return this.parsed.value
+    return this.parseBody().value
+  }
+
+  /** The body as the text json() parsed (decoded as UTF-8 once, for both). */
+  get bodyText (): string {
+    return this.parseBody().text
+  }
+
+  private parseBody (): { value: unknown, text: string } {
+    if (this.parsed) return this.parsed
     const raw = this.rawBody
     let value: unknown
+    let text = ''
     if (raw !== undefined && raw.length > 0) {
+      text = raw.toString('utf8')
       try {
-        value = JSON.parse(raw.toString('utf8'))
+        value = JSON.parse(text)
       } catch {
         throw new GatewayError('invalid_json', 'request body is not valid JSON', { details: { body: 'must be valid JSON' } })
       }
     }
-    this.parsed = { value }
-    return value
+    this.parsed = { value, text }
+    return this.parsed
+  }
+
+  /**
+   * The answer of a handler that returned LATER: `reply`, or `err` mapped to
+   * its response as a thrown error would be. Only the first call counts; one
+   * made before the handler has returned is kept until it has.
+   */
+  settle (reply: Reply | undefined, err?: unknown): void {
+    if (this.settled) return
+    this.settled = true
+    if (this.settleTo !== undefined) this.settleTo(this, reply, err)
+    else this.early = { reply, err }
+  }
+
+  /** Called by the server when the handler returned LATER. */
+  answerLater (to: Settle): void {
+    const early = this.early
+    if (early !== undefined) {
+      this.early = undefined
+      to(this, early.reply, early.err)
+    } else this.settleTo = to
   }
 
   get aborted (): boolean {

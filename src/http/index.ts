@@ -1,5 +1,5 @@
 export { HttpServer, type Route, type Handler, type HttpServerOptions } from './server.js'
-export { RequestContext, CLIENT_CLOSED, type Reply, type Headers } from './context.js'
+export { RequestContext, CLIENT_CLOSED, LATER, type Reply, type Headers } from './context.js'
 export { errorBody, type ErrorDialect } from './error-bodies.js'
 export { Router } from './router.js'
 export { loadUws, UwsFallbackError } from './uws.js'

@@ -3,14 +3,15 @@ import type { Logger } from 'pino'
 import type { Registry } from 'prom-client'
 import { BodyReader, payloadTooLarge } from './body.js'
 import { BodyBudget } from './budget.js'
-import { RequestContext, type Reply } from './context.js'
+import { LATER, RequestContext, type Reply, type Settle } from './context.js'
 import { GatewayError, toGatewayError } from '../errors.js'
 import { errorBody, type ErrorDialect } from './error-bodies.js'
 import { Intake, bodiesOverloaded, type CutReason, type IntakeHost } from './intake.js'
 import { ServerMetrics } from './metrics.js'
 import { Router } from './router.js'
 
-export type Handler<A = unknown> = (ctx: RequestContext, auth: A) => Reply | undefined | Promise<Reply | undefined>
+/** A reply, a promise of one, or LATER: the handler will call ctx.settle() (once). */
+export type Handler<A = unknown> = (ctx: RequestContext, auth: A) => Reply | undefined | typeof LATER | Promise<Reply | undefined>
 
 export interface Route<A = any> {
   method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'OPTIONS' | 'HEAD'
@@ -69,6 +70,11 @@ export class HttpServer implements IntakeHost<Entry> {
   private readonly dialect: ErrorDialect
   private readonly metrics: ServerMetrics
   private readonly finished = (ctx: RequestContext, status: number): void => { this.finish(ctx, status) }
+  private readonly settleLater: Settle = (ctx, reply, err) => {
+    if (err !== undefined) this.fail(ctx, err)
+    else this.reply(ctx, reply)
+    this.handlerDone()
+  }
   private listenSocket: UWS.us_listen_socket | undefined
   private draining: Promise<void> | undefined
   private allDone: (() => void) | undefined
@@ -226,7 +232,10 @@ export class HttpServer implements IntakeHost<Entry> {
     } catch (err) {
       return this.fail(ctx, err)
     }
-    if (result instanceof Promise) {
+    if (result === LATER) {
+      this.running++
+      ctx.answerLater(this.settleLater)
+    } else if (result instanceof Promise) {
       this.running++
       result.then(
         reply => { this.reply(ctx, reply); this.handlerDone() },

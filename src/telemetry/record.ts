@@ -63,19 +63,19 @@ export function messageId (tenantKey: string, requestId: string): string {
 /**
  * The bus message: the record exactly as received plus `client_id`,
  * `received_at` and `request_id`. The additions are spliced into the received
- * bytes rather than re-serialising the record, which keeps unknown fields and
- * number formatting byte-for-byte and saves a JSON.stringify per request.
- * That is safe because recordErrors refused every body whose bytes a consumer
- * could read differently from the value validated (duplicate keys, ±Infinity).
+ * text (`text`, the body json() parsed) rather than re-serialising the record,
+ * which keeps unknown fields and number formatting byte-for-byte and saves a
+ * JSON.stringify per request. That is safe because recordErrors refused every
+ * body whose bytes a consumer could read differently from the value validated
+ * (duplicate keys, ±Infinity).
  */
-export function toMessage (record: AssetTrackingData, raw: Buffer, clientId: string, requestId: string, receivedAt: string, tenantKey = clientId): BusMessage {
-  const extra = { client_id: clientId, received_at: receivedAt, request_id: requestId }
+export function toMessage (record: AssetTrackingData, text: string, clientId: string, requestId: string, receivedAt: string, tenantKey = clientId): BusMessage {
   let value: string
-  const end = raw.lastIndexOf(0x7d) // '}'
+  const end = text.lastIndexOf('}')
   if (end > 0 && !('client_id' in record) && !('received_at' in record) && !('request_id' in record)) {
-    value = raw.toString('utf8', 0, end) + ',' + JSON.stringify(extra).slice(1)
+    value = `${text.slice(0, end)},"client_id":${JSON.stringify(clientId)},"received_at":${JSON.stringify(receivedAt)},"request_id":${JSON.stringify(requestId)}}`
   } else {
-    value = JSON.stringify({ ...record, ...extra })
+    value = JSON.stringify({ ...record, client_id: clientId, received_at: receivedAt, request_id: requestId })
   }
   return { key: record.asset_id, value, headers: { 'x-request-id': requestId, 'client-id': clientId, schema: TELEMETRY_SCHEMA_HEADER, 'message-id': messageId(tenantKey, requestId) } }
 }

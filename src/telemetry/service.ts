@@ -1,13 +1,16 @@
 import type { TokenClaims, TokenVerifier } from '../auth/index.js'
-import { MicroBatcher, type Bus } from '../bus/index.js'
+import { MicroBatcher, type Bus, type Settled } from '../bus/index.js'
 import type { Config } from '../config/index.js'
-import { type Reply, type RequestContext, type Route } from '../http/index.js'
+import { LATER, type Reply, type RequestContext, type Route } from '../http/index.js'
 import { GatewayError } from '../errors.js'
 import { recordErrors, toMessage, type AssetTrackingData } from './record.js'
 
 export const TELEMETRY_SCOPE = 'asset:track:write'
 /** Serialised once: every accepted record gets these same bytes. */
 const SUCCESS: Reply = { status: 200, body: Buffer.from(JSON.stringify({ status: 'success', message: 'message sent successfully' })), headers: { 'content-type': 'application/json' } }
+
+/** One function answers every record, when its batch is acknowledged or fails. */
+const answer: Settled<RequestContext> = (ctx, err) => { ctx.settle(err === undefined ? SUCCESS : undefined, err) }
 
 /**
  * The answer while the bus is known to be down: nothing was sent, so a
@@ -48,12 +51,13 @@ export class TelemetryService {
     return [track]
   }
 
-  private async track (ctx: RequestContext, claims: TokenClaims): Promise<Reply> {
+  private track (ctx: RequestContext, claims: TokenClaims): typeof LATER {
     const record = ctx.json()
     const errors = recordErrors(record, ctx.headers, ctx.rawBody)
     if (Object.keys(errors).length > 0) throw new GatewayError('validation_error', 'Validation failed', { details: errors })
-    const message = toMessage(record as AssetTrackingData, ctx.rawBody!, claims.client_id, ctx.requestId, new Date().toISOString(), claims.tenantKey)
-    await this.batcher.add(message)
-    return SUCCESS
+    const message = toMessage(record as AssetTrackingData, ctx.bodyText, claims.client_id, ctx.requestId, new Date().toISOString(), claims.tenantKey)
+    const refused = this.batcher.submit(message, ctx, answer)
+    if (refused !== undefined) throw refused
+    return LATER
   }
 }

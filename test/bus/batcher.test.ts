@@ -121,3 +121,26 @@ t.test('while refuse() gives an error, records fail with it at once: new ones an
   await b.add(msg(5))
   t.same(sent, ['0', '5'], 'sends again once the bus is up')
 })
+
+t.test('submit: one shared function told once per record, with its token; a refusal is returned, never told', async t => {
+  const told: Array<[number, string | undefined]> = []
+  const settled = (token: number, err: GatewayError | undefined): void => { told.push([token, err?.code]) }
+  let fail = false
+  const b = batcher({ maxPending: 2, publish: async () => { if (fail) throw new Error('broker unreachable') } })
+  t.equal(b.submit(msg(0), 0, settled), undefined, 'queued')
+  t.same(told, [], 'not told synchronously')
+  await b.drain()
+  t.same(told, [[0, undefined]], 'told once, without an error, when acknowledged')
+  fail = true
+  b.submit(msg(1), 1, settled)
+  b.submit(msg(2), 2, settled)
+  t.match(b.submit(msg(3), 3, settled), { code: 'overloaded', status: 503 }, 'refused at once when full')
+  await b.drain()
+  t.same(told.slice(1), [[1, 'publish_failed'], [2, 'publish_failed']], 'each failed record told once; the refused one never')
+
+  const stuck = batcher({ timeoutMs: 20, publish: () => new Promise(() => {}) })
+  const timedOut: Array<[number, string | undefined]> = []
+  stuck.submit(msg(4), 4, (token: number, err) => { timedOut.push([token, err?.code]) })
+  await new Promise(resolve => setTimeout(resolve, 60))
+  t.same(timedOut, [[4, 'publish_failed']], 'a timed-out record is told once')
+})

@@ -115,7 +115,7 @@ t.test('a body that is not an object', async t => {
 
 t.test('the published value is the record as received plus our fields', async t => {
   const raw = Buffer.from(JSON.stringify(example, null, 2) + '\n')
-  const m = toMessage(example, raw, 'fleet-1', 'req-9', '2026-11-22T08:15:31.000Z')
+  const m = toMessage(example, raw.toString(), 'fleet-1', 'req-9', '2026-11-22T08:15:31.000Z')
   t.equal(m.key, 'truck-0042')
   t.same(m.headers, { 'x-request-id': 'req-9', 'client-id': 'fleet-1', schema: 'asset-tracking-data@1', 'message-id': 'fleet-1/req-9' })
   const value = JSON.parse(m.value as string)
@@ -124,7 +124,7 @@ t.test('the published value is the record as received plus our fields', async t 
   t.ok((m.value as string).startsWith(raw.toString().slice(0, raw.lastIndexOf('}'))), 'the received bytes are kept as they were')
 
   const spoof = { ...example, client_id: 'someone-else' }
-  const fixed = JSON.parse(toMessage(spoof, Buffer.from(JSON.stringify(spoof)), 'fleet-1', 'r', 'now').value as string)
+  const fixed = JSON.parse(toMessage(spoof, JSON.stringify(spoof), 'fleet-1', 'r', 'now').value as string)
   t.equal(fixed.client_id, 'fleet-1', 'a client_id in the body never overrides the token')
 })
 
