@@ -1,0 +1,146 @@
+// CPU per request of gateway builds side by side, for A/B decisions on a
+// shared machine where req/s move too much to compare:
+//
+//   node bench/cpu-ab.mjs A=/work/wt/base B=.                     # two worktrees, each built
+//   node bench/cpu-ab.mjs info=. warn=.:LOG_LEVEL=warn            # one build, two settings
+//   CPU_AB_BUS=kafka node bench/cpu-ab.mjs A=/work/wt/base B=.   # a private Kafka, pinned with wrk
+//   CPU_AB_BUS=kafka CPU_AB_KAFKA_BROKERS=127.0.0.1:9092 ...      # a broker already running
+//
+// A variant is `label=<repo dir>[:NAME=value,...]`: `node <dir>/bin/gateway.js
+// start` with those variables. Every variant is started once (pinned to CPU0,
+// wrk and Kafka on CPU1), then the variants take turns, CPU_AB_ROUNDS times:
+// a warm-up, then CPU_AB_SECONDS of wrk (closed loop, CPU_AB_CONNECTIONS, or
+// at CPU_AB_RATE req/s with wrk's delay() hook). Per turn: the server's CPU
+// seconds (all threads, /proc) over the requests wrk completed, the main
+// thread's share apart; the table shows medians and each round's figure.
+// CPU per request moves much less than req/s when others share the machine,
+// but not nothing: read the spread before a difference under ~5%.
+import { readFileSync, readdirSync, writeFileSync } from 'node:fs'
+import { join, resolve } from 'node:path'
+import { installCleanupHandlers, pinSelf, tempDir, hasTaskset, startServer, listeningLine } from './lib/procs.mjs'
+import { startInfra, warmKafka } from './lib/infra.mjs'
+import { ensureWrk, runWrk, luaScript, pacedLua } from './lib/wrk.mjs'
+import { CLIENT, login } from './lib/login.mjs'
+import { sampleSystem, cpuSeconds } from './lib/sampler.mjs'
+import { median } from './lib/stats.mjs'
+import { REPO_DIR } from './lib/paths.mjs'
+
+const num = (name, def) => (process.env[name] ? Number(process.env[name]) : def)
+const ROUNDS = num('CPU_AB_ROUNDS', 5)
+const SECONDS = num('CPU_AB_SECONDS', 8)
+const WARMUP = num('CPU_AB_WARMUP', 2)
+const CONNECTIONS = num('CPU_AB_CONNECTIONS', 50)
+const RATE = num('CPU_AB_RATE', 0)
+const BUS = process.env.CPU_AB_BUS ?? 'local'
+const PIN = hasTaskset()
+const SERVER_CPU = PIN ? 0 : undefined
+const LOAD_CPU = PIN ? 1 : undefined
+const BODY = readFileSync(join(REPO_DIR, 'test', 'fixtures', 'asset-track.json'))
+const log = line => process.stderr.write(line + '\n')
+
+const variants = process.argv.slice(2).map(arg => {
+  const m = /^([^=]+)=([^:]+)(?::(.*))?$/.exec(arg)
+  if (!m) throw new Error(`bad variant ${arg}: label=<repo dir>[:NAME=value,...]`)
+  const env = Object.fromEntries((m[3] ?? '').split(',').filter(Boolean).map(kv => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]))
+  return { label: m[1], dir: resolve(m[2]), env }
+})
+if (variants.length === 0) {
+  log('usage: node bench/cpu-ab.mjs label=<repo dir>[:NAME=value,...] ...')
+  process.exit(2)
+}
+
+/** CPU seconds of every thread of `pid`, by thread name (`node` is the main thread). */
+function threadSeconds (pid) {
+  const out = {}
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    let text
+    try { text = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8') } catch { continue }
+    const name = tid === String(pid) ? 'main' : text.slice(text.indexOf('(') + 1, text.lastIndexOf(')'))
+    const f = text.slice(text.lastIndexOf(')') + 2).split(' ')
+    out[name] = (out[name] ?? 0) + (Number(f[11]) + Number(f[12])) / 100
+  }
+  return out
+}
+
+installCleanupHandlers()
+if (PIN) pinSelf(LOAD_CPU)
+ensureWrk(log)
+const dir = tempDir('cpu-ab-')
+let infra
+try {
+  const busEnv = { BUS }
+  if (BUS === 'kafka') {
+    // CPU_AB_KAFKA_BROKERS: a broker of your own (pinned with the load), kept between runs.
+    const brokers = process.env.CPU_AB_KAFKA_BROKERS ?? (infra = await startInfra({ cpu: LOAD_CPU, log })).brokers
+    const warm = num('CPU_AB_KAFKA_WARMUP', infra ? 20 : 0)
+    if (warm > 0) await warmKafka({ brokers, seconds: warm, cpu: SERVER_CPU, bodyFile: join(REPO_DIR, 'test', 'fixtures', 'asset-track.json'), log })
+    busEnv.KAFKA_BROKERS = brokers
+  }
+  const clientsFile = join(dir, 'clients.json')
+  writeFileSync(clientsFile, JSON.stringify([CLIENT]))
+  for (const v of variants) {
+    const env = { ...process.env, HOST: '127.0.0.1', PORT: '0', HARNESS_PORT: '0', DATA_DIR: tempDir('cpu-ab-data-'), LOG_LEVEL: 'info', AUTH_CLIENTS_FILE: clientsFile, AUTH_ISSUER: 'http://127.0.0.1:8080/', ...busEnv, ...v.env }
+    const logsListening = ['info', 'debug', 'trace'].includes(env.LOG_LEVEL)
+    if (!logsListening) env.PORT = String(20000 + Math.floor(Math.random() * 20000))
+    v.server = await startServer({
+      label: v.label,
+      cmd: process.execPath,
+      args: [...(v.env.NODE_ARGS ?? '').split(' ').filter(Boolean), join(v.dir, 'bin', 'gateway.js'), 'start'],
+      cwd: v.dir,
+      cpu: SERVER_CPU,
+      dir,
+      env,
+      ready: listeningLine('gateway listening'),
+      readyHttp: logsListening ? undefined : { port: Number(env.PORT), path: '/health' }
+    })
+    const token = await login(v.server.url)
+    v.request = {
+      method: 'POST',
+      path: '/v1/asset/track',
+      headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json', 'X-Request-Id': 'cpu-ab', 'X-Request-Timestamp': '1763799330' },
+      body: BODY
+    }
+    if (RATE > 0) v.request = { ...v.request, lua: luaScript(v.request) + pacedLua({ ratePerThread: RATE }) }
+    v.runs = []
+  }
+  log(`${variants.length} variants, bus ${BUS}, ${RATE > 0 ? `${RATE} req/s paced` : 'closed loop'}, ${CONNECTIONS} connections, ${ROUNDS} rounds of ${WARMUP}+${SECONDS} s`)
+  for (let round = 1; round <= ROUNDS; round++) {
+    for (const v of variants) {
+      const wrk = duration => runWrk({ url: v.server.url, request: v.request, duration, connections: CONNECTIONS, threads: 1, timeoutSeconds: 2, cpu: LOAD_CPU, dir })
+      if (WARMUP > 0) await wrk(WARMUP)
+      const t0 = threadSeconds(v.server.pid)
+      const c0 = cpuSeconds(v.server.pid)
+      const sys = sampleSystem()
+      const r = await wrk(SECONDS)
+      const c1 = cpuSeconds(v.server.pid)
+      const t1 = threadSeconds(v.server.pid)
+      const s = sys.stop()
+      const srvBusy = (c1 - c0) / SECONDS
+      const run = {
+        reqPerSec: r.reqPerSec,
+        p50: r.latency.p50,
+        p99: r.latency.p99,
+        usPerReq: (c1 - c0) / r.requests * 1e6,
+        mainUsPerReq: ((t1.main ?? 0) - (t0.main ?? 0)) / r.requests * 1e6,
+        threads: Object.fromEntries(Object.keys(t1).map(k => [k, (t1[k] - (t0[k] ?? 0)) / r.requests * 1e6]).filter(([, us]) => us >= 0.5)),
+        srvBusy,
+        othersOnServerCpu: SERVER_CPU === undefined ? undefined : Math.max(0, (s?.perCpuBusy?.[SERVER_CPU] ?? 0) - srvBusy),
+        errors: r.non2xx3xx + r.socketErrorCount
+      }
+      v.runs.push(run)
+      log(`  round ${round} ${v.label}: ${Math.round(run.reqPerSec)} req/s, p99 ${run.p99.toFixed(1)} ms, ${run.usPerReq.toFixed(1)} µs/req (main ${run.mainUsPerReq.toFixed(1)}), srv ${Math.round(srvBusy * 100)}%, others on its CPU ${Math.round((run.othersOnServerCpu ?? 0) * 100)}%${run.errors ? `, ${run.errors} errors` : ''}`)
+    }
+  }
+  const m = (v, key) => median(v.runs.map(r => r[key]))
+  console.log(`\nbus ${BUS}, ${RATE > 0 ? `${RATE} req/s` : 'closed loop'}, ${CONNECTIONS} conns, ${ROUNDS} × ${SECONDS} s (medians; µs/req per round)`)
+  console.log(['variant'.padEnd(14), 'req/s'.padStart(7), 'p50 ms'.padStart(7), 'p99 ms'.padStart(7), 'µs/req'.padStart(7), 'main'.padStart(6), 'others%'.padStart(7), '  per round'].join(' '))
+  for (const v of variants) {
+    console.log([v.label.padEnd(14), String(Math.round(m(v, 'reqPerSec'))).padStart(7), m(v, 'p50').toFixed(2).padStart(7), m(v, 'p99').toFixed(2).padStart(7), m(v, 'usPerReq').toFixed(1).padStart(7), m(v, 'mainUsPerReq').toFixed(1).padStart(6), String(Math.round(100 * m(v, 'othersOnServerCpu'))).padStart(7), '  ' + v.runs.map(r => r.usPerReq.toFixed(0)).join(' ')].join(' '))
+  }
+  const threads = {}
+  for (const v of variants) for (const r of v.runs) for (const k of Object.keys(r.threads)) threads[k] = true
+  console.log('\nper thread, µs/req (medians): ' + variants.map(v => `${v.label}: ` + Object.keys(threads).map(k => `${k} ${median(v.runs.map(r => r.threads[k] ?? 0)).toFixed(1)}`).join(', ')).join(' | '))
+  for (const v of variants) await v.server.stop()
+} finally {
+  await infra?.stop()
+}
