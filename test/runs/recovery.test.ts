@@ -25,7 +25,7 @@ t.test('after kill -9, a run that was in flight ends failed (interrupted) and it
   t.ok(record.ended_at)
 
   const events = await readSse(await fetch(`${base2}/runs/${id}/stream`))
-  t.same(events.slice(0, 2).map(e => e.event), ['run.queued', 'run.running'])
+  t.same(events.slice(0, 2).map(e => e.event), ['run.queued', 'run.started'])
   t.equal(events.at(-1)!.event, 'run.failed', 'the replay ends with the terminal event, then the stream closes')
   t.same(events.map(e => Number(e.id)), events.map((_, i) => i + 1), 'ids are dense: nothing lost before the crash')
   second.proc.kill('SIGTERM')
