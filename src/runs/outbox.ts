@@ -13,6 +13,10 @@ export interface OutboxOptions {
   /** Resolves when the bus has the messages (acks = all, or the local log's commit). */
   publish: (messages: BusMessage[]) => Promise<void>
   log: Logger
+  /** Runs held in memory; past it new runs are spilled to a marker and read back from LMDB later. */
+  maxTrackedRuns?: number
+  /** Events queued in memory; past it a run's further events are read back from its log when their turn comes. */
+  maxQueuedEvents?: number
 }
 
 /** What the relay knows of a run that has events not yet acknowledged, or may still have some. */
@@ -34,9 +38,7 @@ interface Tracked {
 
 interface Entry { run: Tracked, event: RunEvent }
 
-/** Runs the relay holds in memory; past it new runs are spilled to a marker and read back from LMDB later. */
 const MAX_TRACKED_RUNS = 10_000
-/** Events queued in memory; past it a run's further events are read back from its log when their turn comes. */
 const MAX_QUEUED_EVENTS = 50_000
 const CHECKPOINT_MS = 250
 /** A run pending this long gets a marker; runs that end sooner (nearly all) never write one. */
@@ -65,6 +67,8 @@ const SCHEMA = 'run-event@2'
  */
 export class RunOutbox {
   private readonly db: Database<number, string>
+  private readonly maxTracked: number
+  private readonly maxQueued: number
   private readonly tracked = new Map<string, Tracked>()
   private queue: Entry[] = []
   /** Runs with stored events not queued in memory, in the order they fell behind. */
@@ -85,6 +89,8 @@ export class RunOutbox {
 
   constructor (state: StateStore, private readonly store: RunStore, private readonly options: OutboxOptions) {
     this.db = state.openDB<number, string>({ name: 'run-outbox' })
+    this.maxTracked = options.maxTrackedRuns ?? MAX_TRACKED_RUNS
+    this.maxQueued = options.maxQueuedEvents ?? MAX_QUEUED_EVENTS
   }
 
   /**
@@ -111,7 +117,7 @@ export class RunOutbox {
   /** A new run: its events will follow, in order. */
   track (runId: string, tenantId: string, createdAt: number): void {
     this.created = true
-    if (this.tracked.size >= MAX_TRACKED_RUNS) {
+    if (this.tracked.size >= this.maxTracked) {
       this.db.put(runId, 0)
       this.spilled = true
       return
@@ -126,7 +132,7 @@ export class RunOutbox {
     if (!run) return
     if (event.id > run.stored) run.stored = event.id
     if (terminal) run.terminal = event.id
-    if (!this.behind.has(run) && run.queued === event.id - 1 && this.queue.length < MAX_QUEUED_EVENTS) {
+    if (!this.behind.has(run) && run.queued === event.id - 1 && this.queue.length < this.maxQueued) {
       this.queue.push({ run, event })
       run.queued = event.id
     } else {
@@ -178,7 +184,7 @@ export class RunOutbox {
     }
     if (counted) this.waiting += Math.max(0, end.id - acked)
     if (!marked) this.db.put(runId, acked)
-    if (this.tracked.size >= MAX_TRACKED_RUNS) {
+    if (this.tracked.size >= this.maxTracked) {
       this.spilled = true
       return true
     }
@@ -220,7 +226,7 @@ export class RunOutbox {
     this.backoff = MIN_BACKOFF_MS
     if (this.lastError !== undefined) this.options.log.info({ waiting: this.waiting }, 'run events are being published again')
     this.lastError = undefined
-    if (this.spilled && this.tracked.size < MAX_TRACKED_RUNS * 0.9) this.load()
+    if (this.spilled && this.tracked.size < this.maxTracked * 0.9) this.load()
     if (this.queue.length > 0 || this.behind.size > 0) this.flush()
     else if (this.waiting === 0) this.idle?.()
   }
@@ -248,7 +254,7 @@ export class RunOutbox {
   /** Takes spilled runs back into memory from their markers, in creation order, while there is room. */
   private load (): void {
     for (const { key, value } of this.db.getRange({ start: this.spillCursor })) {
-      if (this.tracked.size >= MAX_TRACKED_RUNS * 0.9) return
+      if (this.tracked.size >= this.maxTracked * 0.9) return
       this.spillCursor = key
       if (key !== WATERMARK && !this.tracked.has(key)) this.resume(key, value, true, false)
     }

@@ -20,6 +20,8 @@ import { isTerminal, type RunRecord } from './types.js'
 const RETENTION_SWEEP_MS = 60 * 60 * 1000
 const KEY_RETRY_MIN_MS = 250
 const KEY_RETRY_MAX_MS = 10_000
+/** Shorter than readiness's own limit, so a bus that does not answer is reported with what waits for it. */
+const BUS_PROBE_MS = 1500
 
 /** The run harness on HARNESS_PORT: the gate, the run manager, SSE, the bus relay, recovery and retention. */
 export class HarnessService {
@@ -71,10 +73,16 @@ export class HarnessService {
 
   /** Readiness of the bus for run events: its probe, and how many wait for it. */
   async busState (): Promise<Record<string, unknown>> {
+    let timer: NodeJS.Timeout | undefined
     try {
-      await this.bus.probe()
+      await Promise.race([
+        this.bus.probe(),
+        new Promise<never>((_, reject) => { timer = setTimeout(() => reject(new Error(`no answer from the bus in ${BUS_PROBE_MS} ms`)), BUS_PROBE_MS) })
+      ])
     } catch (err) {
       throw new Error(`${(err as Error).message} (${this.outbox.waiting} run events waiting)`)
+    } finally {
+      clearTimeout(timer)
     }
     return { run_events_waiting: this.outbox.waiting, ...(this.outbox.lastError === undefined ? {} : { last_error: this.outbox.lastError }) }
   }

@@ -1,6 +1,6 @@
 import t from 'tap'
 import '../helpers/no-keepalive.js'
-import { spawnGateway } from '../helpers/child.js'
+import { spawnGateway, tailBus } from '../helpers/child.js'
 import { eventually } from '../helpers/http.js'
 import { readSse } from '../helpers/sse.js'
 
@@ -28,6 +28,9 @@ t.test('after kill -9, a run that was in flight ends failed (interrupted) and it
   t.same(events.slice(0, 2).map(e => e.event), ['run.queued', 'run.started'])
   t.equal(events.at(-1)!.event, 'run.failed', 'the replay ends with the terminal event, then the stream closes')
   t.same(events.map(e => Number(e.id)), events.map((_, i) => i + 1), 'ids are dense: nothing lost before the crash')
+  const published = await eventually(async () => (await tailBus(dir, 'harness.runs.v1')).filter(m => m.key === id), m => m.at(-1)?.value.type === 'run.failed')
+  t.match(published.at(-1)!.value, { type: 'run.failed', id: events.at(-1)!.id, data: { reason: 'interrupted' } }, 'its end is published on TOPIC_RUNS')
+  t.same([...new Set(published.map(m => Number(m.value.seq)))], events.map((_, i) => i + 1), 'with every event before it')
   second.proc.kill('SIGTERM')
   t.equal(await second.exit, 0)
 })
