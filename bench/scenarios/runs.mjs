@@ -13,7 +13,7 @@
 //                 gateway-log-warn  the same at LOG_LEVEL=warn: no access-log line
 //   delivery    bench/baselines/runs-client.mjs keeps K echo runs (N steps,
 //               D ms apart) in flight, S streams each, and times every
-//               run.succeeded from the server's ended_at stamp to its arrival
+//               run.completed from the server's ended_at stamp to its arrival
 //               (same machine, same clock), at a light load (10 × 2) and at
 //               the full one (50 × 4). Rows: uws-sse-memory (runs-uws.mjs
 //               MODE=memory: the same SSE, nothing persisted), gateway.
@@ -213,7 +213,7 @@ async function checkApi (server, ids) {
       const st = await fetch(new URL(`/runs/${id}/stream`, server.url), { signal: AbortSignal.timeout(5000) })
       const text = await st.text()
       const events = [...text.matchAll(/^event: (.+)$/gm)].map(m => m[1])
-      if (st.status !== 200 || events.join(',') !== 'run.queued,run.running,step,run.succeeded') bad.push(`GET /runs/${id}/stream: ${st.status}, events ${events.join(',')}`)
+      if (st.status !== 200 || events.join(',') !== 'run.queued,run.started,echo.step,run.completed') bad.push(`GET /runs/${id}/stream: ${st.status}, events ${events.join(',')}`)
     } catch (err) {
       bad.push(`${id}: ${err.message}`)
     }
@@ -323,8 +323,8 @@ async function throughput (ctx, k, target) {
       if (notOk > 0) r.problems.push(`${notOk} of ${w.created} runs created during the load did not succeed: ${JSON.stringify(w.createdByStatus)}`)
       // Every accepted request is a run (plus the probe); more 202s than runs would be lost runs.
       if (w.created + 5 < r.accepted) r.problems.push(`${r.accepted} requests answered 2xx but only ${w.created} runs stored in the window`)
-      const wrongEvents = d.sample.filter(s => s.events.join(',') !== '1:run.queued,2:run.running,3:step,4:run.succeeded')
-      if (wrongEvents.length) r.problems.push(`stored events not queued/running/step/succeeded: ${wrongEvents.slice(0, 2).map(s => `${s.run_id} ${s.events.join(',')}`).join('; ')}`)
+      const wrongEvents = d.sample.filter(s => s.events.join(',') !== '1:run.queued,2:run.started,3:echo.step,4:run.completed')
+      if (wrongEvents.length) r.problems.push(`stored events not run.queued/run.started/echo.step/run.completed: ${wrongEvents.slice(0, 2).map(s => `${s.run_id} ${s.events.join(',')}`).join('; ')}`)
       // The rate over the window, by thirds (the last second is partial: left out).
       const per = (w.createdPerSecond ?? []).slice(0, -1)
       if (per.length >= 6) {
@@ -398,10 +398,10 @@ async function delivery (ctx, k, target, s, loadName) {
   const startErrors = Object.values(p.startErrors).reduce((a, b) => a + b, 0)
   if (startErrors) r.problems.push(`${startErrors} POST /runs:start failed: ${JSON.stringify(p.startErrors)}`)
   if (p.incomplete || p.wrongOrder || p.notSucceeded || p.overflow || p.timeouts) {
-    r.problems.push(`of ${c.streams} streams: ${p.incomplete} incomplete, ${p.wrongOrder} out of order, ${p.notSucceeded} without run.succeeded, ${p.overflow} overflowed, ${p.timeouts} timed out${Object.keys(p.streamErrors).length ? `, errors ${JSON.stringify(p.streamErrors)}` : ''}`)
+    r.problems.push(`of ${c.streams} streams: ${p.incomplete} incomplete, ${p.wrongOrder} out of order, ${p.notSucceeded} without run.completed, ${p.overflow} overflowed, ${p.timeouts} timed out${Object.keys(p.streamErrors).length ? `, errors ${JSON.stringify(p.streamErrors)}` : ''}`)
   }
   if (p.examples.length) r.notes.push(`e.g. ${p.examples.slice(0, 3).join(' | ')}`)
-  if (c.latencyMs.succeeded.n === 0) r.problems.push('no run.succeeded delivery measured')
+  if (c.latencyMs.succeeded.n === 0) r.problems.push('no run.completed delivery measured')
   if (c.clientLoopDelayMs.p99 > 5) r.notes.push(`the client's own event loop p99 delay was ${c.clientLoopDelayMs.p99.toFixed(1)} ms: part of the latency is the client's`)
   return r
 }
@@ -444,7 +444,7 @@ async function capacity (ctx, k, target, hardLimit) {
   const last = rows.at(-1)
   const x = c.cancel
   last.cancel = x
-  if (x.gotTerminal < x.streamsOpen || x.endedCleanly < x.streamsOpen) last.problems.push(`after cancelling the ${x.runs} runs, ${x.streamsOpen - x.gotTerminal} of ${x.streamsOpen} streams got no run.cancelled and ${x.streamsOpen - x.endedCleanly} no clean end`)
+  if (x.gotTerminal < x.streamsOpen || x.endedCleanly < x.streamsOpen) last.problems.push(`after cancelling the ${x.runs} runs, ${x.streamsOpen - x.gotTerminal} of ${x.streamsOpen} streams got no run.failed (cancelled) and ${x.streamsOpen - x.endedCleanly} no clean end`)
   const startErrors = Object.values(c.problems.startErrors).reduce((a, b) => a + b, 0)
   if (startErrors) last.problems.push(`${startErrors} POST /runs:start failed: ${JSON.stringify(c.problems.startErrors)}`)
   return rows
@@ -464,7 +464,7 @@ function verdicts (rows) {
     notes.push(`target ≥ ${int(TARGETS.runsPerSec)} runs/s on one core with persistence: gateway ${int(gw.acceptedPerSec)} runs/s accepted (202), ${int(done)} runs/s ended during the load: ${met ? 'met' : 'NOT met'}${flag(gw)}${busy(gw)}`)
   }
   for (const dl of rows.filter(r => r.phase === 'delivery' && r.label === 'gateway' && !r.error && r.deliveryMs?.n)) {
-    notes.push(`target SSE delivery p99 ≤ ${TARGETS.deliveryP99Ms} ms (${dl.load} load: ${dl.loadPoint.concurrency} runs × ${dl.loadPoint.subscribers} streams): gateway run.succeeded stamp → client ${ms(dl.deliveryMs.p99)} ms p99 over ${dl.deliveryMs.n} deliveries (${int(dl.storedEventsPerSec)} events/s stored): ${dl.deliveryMs.p99 <= TARGETS.deliveryP99Ms ? 'met' : 'NOT met'}${flag(dl)}${busy(dl)}`)
+    notes.push(`target SSE delivery p99 ≤ ${TARGETS.deliveryP99Ms} ms (${dl.load} load: ${dl.loadPoint.concurrency} runs × ${dl.loadPoint.subscribers} streams): gateway run.completed stamp → client ${ms(dl.deliveryMs.p99)} ms p99 over ${dl.deliveryMs.n} deliveries (${int(dl.storedEventsPerSec)} events/s stored): ${dl.deliveryMs.p99 <= TARGETS.deliveryP99Ms ? 'met' : 'NOT met'}${flag(dl)}${busy(dl)}`)
   }
   const cp = rows.filter(r => r.phase === 'capacity' && r.label === 'gateway' && !r.error).at(-1)
   if (cp) {
@@ -504,7 +504,7 @@ function phaseTables (rows, k, settings) {
   const t2 = rows.filter(r => r.phase === 'delivery')
   if (t2.length) {
     const s = k.sse
-    out.push(`delivery — echo runs (steps ${s.steps}, delay_ms ${s.delayMs}) kept in flight × streams each ("load"), up to ${s.runs} runs or ${s.seconds} s (light load: ${Math.min(s.runs, 400)} runs or ${Math.min(s.seconds, 20)} s); latency = client receive time − the event's ended_at (run.succeeded, ms stamp: up to +1 ms); "step gap": time between two steps at a client (delay_ms + store + timer lateness)\n` + table([
+    out.push(`delivery — echo runs (steps ${s.steps}, delay_ms ${s.delayMs}) kept in flight × streams each ("load"), up to ${s.runs} runs or ${s.seconds} s (light load: ${Math.min(s.runs, 400)} runs or ${Math.min(s.seconds, 20)} s); latency = client receive time − the event's ended_at (run.completed, ms stamp: up to +1 ms); "step gap": time between two steps at a client (delay_ms + store + timer lateness)\n` + table([
       { title: 'target', get: r => r.label, align: 'left' },
       { title: 'load', get: r => (r.loadPoint ? `${r.loadPoint.concurrency}×${r.loadPoint.subscribers}` : '-') },
       { title: 'runs', get: r => int(r.client?.runsFinished) },
