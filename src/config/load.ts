@@ -88,6 +88,23 @@ function editDistance (a: string, b: string): number {
   return row[b.length]!
 }
 
+/** Shortest HMAC-SHA256 key accepted: one shorter than the hash's output weakens it (RFC 2104 §3). */
+const HMAC_KEY_MIN_BYTES = 32
+
+/** The front door builds each upstream path itself from this origin and base path, so nothing else may ride along. */
+function harnessUrlProblems (raw: string): string[] {
+  let url: URL
+  try {
+    url = new URL(raw)
+  } catch {
+    return [`HARNESS_URL=${JSON.stringify(raw)} is not a URL`]
+  }
+  if (url.protocol !== 'http:' || url.username !== '' || url.password !== '' || url.search !== '' || url.hash !== '') {
+    return [`HARNESS_URL=${JSON.stringify(raw)} must be http://host[:port][/base-path], without credentials, query or fragment`]
+  }
+  return []
+}
+
 function crossChecks (c: Config): string[] {
   const problems: string[] = []
   if (c.svcHarnessAuthEnabled) {
@@ -95,6 +112,10 @@ function crossChecks (c: Config): string[] {
       if (!c[camelName(name) as keyof Config]) problems.push(`${name} is required when SVC_HARNESS_AUTH_ENABLED=true`)
     }
   }
+  if (c.harnessTenantAssertionSecret !== undefined && Buffer.byteLength(c.harnessTenantAssertionSecret) < HMAC_KEY_MIN_BYTES) {
+    problems.push(`HARNESS_TENANT_ASSERTION_SECRET must be at least ${HMAC_KEY_MIN_BYTES} bytes`)
+  }
+  if (c.harnessUrl !== undefined) problems.push(...harnessUrlProblems(c.harnessUrl))
   if (c.bus === 'kafka' && (c.kafkaBrokers?.length ?? 0) === 0) problems.push('KAFKA_BROKERS is required when BUS=kafka')
   if (c.kafkaSaslMechanism && (!c.kafkaUsername || !c.kafkaPassword)) {
     problems.push('KAFKA_USERNAME and KAFKA_PASSWORD are required when KAFKA_SASL_MECHANISM is set')

@@ -1,41 +1,61 @@
-import type { KeyStore } from '../auth/index.js'
+import { signTenantAssertion, TENANT_ASSERTION_HEADER, type KeyStore } from '../auth/index.js'
 import type { Config } from '../config/index.js'
 import { type RequestContext, type Route } from '../http/index.js'
 import { GatewayError } from '../errors.js'
 import { exchangeToken, remoteKeys, verifyCaller, type CallerSettings } from './caller.js'
+import { rerootLinks } from './links.js'
 import { loadOrgs, type Org } from './orgs.js'
-import { proxy } from './proxy.js'
+import { proxy, upstreamOf, type Upstream } from './proxy.js'
+import { FRONTED_ROUTES, matchFronted } from './routes.js'
 
 const TENANT_HEADER = 'x-svc-tenant-client-id'
 const FORWARDED_REQUEST_HEADERS = ['content-type', 'accept', 'last-event-id']
+const PREFIX = '/api/v1/orgs/{slug}/harness'
+
+/** RFC 3986 query characters: what a fronted route that takes a query may pass on. */
+const QUERY = /^[A-Za-z0-9\-._~!$&'()*+,;=:@/?%]*$/
 
 /**
- * `/api/v1/orgs/{slug}/harness/*`: verifies the caller, checks membership of
- * the org, sets the org's tenant, and forwards to the harness. RS256 tokens
- * pass through (the harness verifies them again); HS256 service tokens are
- * exchanged for a short-lived RS256 token of this service.
+ * `/api/v1/orgs/{slug}/harness/*`: checks that the rest of the path is a
+ * fronted harness route (404 otherwise, before anything else), verifies the
+ * caller, checks membership of the org, sets the org's tenant, and forwards
+ * to the harness. RS256 tokens pass through (the harness verifies them
+ * again); HS256 service tokens are exchanged for a short-lived RS256 token of
+ * this service. With HARNESS_TENANT_ASSERTION_SECRET set, the tenant goes
+ * with an assertion binding it to the forwarded token.
  */
 export class FrontDoor {
   private readonly orgs: ReadonlyMap<string, Org>
   private readonly caller: CallerSettings
+  private readonly upstream: Upstream
 
-  constructor (private readonly config: Config, private readonly keys: KeyStore, private readonly harnessUrl: string) {
+  constructor (private readonly config: Config, private readonly keys: KeyStore, harnessUrl: string) {
     this.orgs = loadOrgs(config.orgsFile)
     this.caller = {
       rs256: config.frontdoorJwksUrl ? remoteKeys(config.frontdoorJwksUrl) : keys.getKey,
       hs256Secret: config.frontdoorHs256Secret ? new TextEncoder().encode(config.frontdoorHs256Secret) : undefined
     }
+    this.upstream = upstreamOf(harnessUrl)
   }
 
   routes (): Route[] {
-    const path = '/api/v1/orgs/{slug}/harness/*'
-    return [
-      { method: 'GET', path, errors: 'harness', handler: ctx => this.forward(ctx) },
-      { method: 'POST', path, body: 'json', errors: 'harness', handler: ctx => this.forward(ctx) }
-    ]
+    const methods = new Set(FRONTED_ROUTES.map(r => r.method))
+    return [...methods].map(method => ({
+      method,
+      path: `${PREFIX}/*`,
+      ...(method === 'POST' ? { body: 'json' as const } : {}),
+      errors: 'harness' as const,
+      handler: (ctx: RequestContext) => this.forward(ctx)
+    }))
   }
 
   private async forward (ctx: RequestContext): Promise<undefined> {
+    const rest = `/${ctx.params['*']!}`
+    const route = matchFronted(ctx.method, rest)
+    if (route === undefined) throw new GatewayError('not_found', 'route_not_found')
+    if (route === 'method_not_allowed') throw new GatewayError('method_not_allowed', `method_not_allowed:${ctx.method}`)
+    if (route.query && !QUERY.test(ctx.query)) throw new GatewayError('invalid_request', 'invalid_query')
+
     const caller = await verifyCaller(ctx.headers['authorization'], this.caller)
     const org = this.orgs.get(ctx.params['slug']!)
     const member = (id: unknown): boolean => typeof id === 'string' && org!.members.has(id)
@@ -43,12 +63,22 @@ export class FrontDoor {
     const token = caller.alg === 'RS256'
       ? caller.token
       : await exchangeToken(caller, this.keys.current, this.config.authIssuer, this.config.idpRs256Audience ?? 'harness')
+
+    // Built from nothing the caller sent but the listed headers: a caller's own tenant header or assertion never passes.
     const headers: Record<string, string> = { authorization: `Bearer ${token}`, [TENANT_HEADER]: org.tenant, 'x-request-id': ctx.requestId }
+    const secret = this.config.harnessTenantAssertionSecret
+    if (secret !== undefined) headers[TENANT_ASSERTION_HEADER] = signTenantAssertion(secret, org.tenant, token)
     for (const name of FORWARDED_REQUEST_HEADERS) {
       const v = ctx.headers[name]
       if (v !== undefined) headers[name] = v
     }
-    const target = new URL(`/${ctx.params['*']}${ctx.query ? `?${ctx.query}` : ''}`, this.harnessUrl)
-    return proxy(ctx, target, headers, ctx.rawBody)
+    const query = route.query && ctx.query !== '' ? `?${ctx.query}` : ''
+    const prefix = ctx.path.slice(0, ctx.path.length - rest.length)
+    return proxy(ctx, this.upstream, {
+      path: `${rest}${query}`,
+      headers,
+      body: ctx.method === 'POST' ? ctx.rawBody : undefined,
+      rewrite: route.links ? body => rerootLinks(body, prefix) : undefined
+    })
   }
 }

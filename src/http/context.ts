@@ -49,7 +49,9 @@ export class RequestContext {
     this.path = req.getUrl()
     this.query = req.getQuery() ?? ''
     const headers: Record<string, string> = Object.create(null)
-    req.forEach((k, v) => { headers[k] = v })
+    // A repeated field is its values joined by commas (RFC 9110 §5.3), never silently the last one: a single-valued
+    // header sent twice (a tenant, a token) then fails its own grammar instead of choosing between the two.
+    req.forEach((k, v) => { headers[k] = k in headers ? `${headers[k]}, ${v}` : v })
     this.headers = headers
     const given = headers['x-request-id']
     this.requestId = given !== undefined && REQUEST_ID.test(given) ? given : randomUUID()

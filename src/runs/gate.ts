@@ -1,16 +1,20 @@
 import { createRemoteJWKSet, type JWTVerifyGetKey } from 'jose'
-import { bearerToken, verifyJwt } from '../auth/index.js'
+import { bearerToken, TENANT_ASSERTION_HEADER, verifyJwt, verifyTenantAssertion } from '../auth/index.js'
 import type { Headers } from '../http/index.js'
 import { unauthorized } from '../errors.js'
+import { isStorageId } from '../validation/index.js'
 
 export const TENANT_HEADER = 'x-svc-tenant-client-id'
 const LEEWAY_S = 30
+const DEFAULT_TENANT = 'default'
 
 export interface GateSettings {
   enabled: boolean
   issuer?: string | undefined
   jwksUrl?: string | undefined
   audience?: string | undefined
+  /** HARNESS_TENANT_ASSERTION_SECRET: when set, a tenant header counts only with the front door's assertion. */
+  tenantAssertionSecret?: string | undefined
 }
 
 /**
@@ -34,13 +38,37 @@ export class HarnessGate {
     await this.keys?.reload()
   }
 
-  /** The tenant of the request, or a 401 with the spec's detail. */
+  /**
+   * The tenant of the request, or a 401 with the spec's detail. The token
+   * is checked first, so its failures keep their own details; then every
+   * tenant problem is `auth_failed:tenant_unresolved`, in every mode: a
+   * header that is not a storage identifier (empty, padded inside, two
+   * values joined), and, with the assertion secret set, a header without a
+   * valid assertion binding it to this request's bearer token. Without a
+   * header, auth off means the `default` tenant (the spec's open mode).
+   */
   async tenant (headers: Headers): Promise<string> {
-    const header = headers[TENANT_HEADER]
-    if (!this.settings.enabled) return header || 'default'
-    const token = bearerToken(headers['authorization'])
-    await verifyJwt(token, this.keys!, { algorithms: ['RS256'], issuer: this.settings.issuer!, audience: this.settings.audience!, leewayS: LEEWAY_S })
-    if (!header) throw unauthorized('auth_failed:tenant_unresolved')
-    return header
+    if (this.settings.enabled) {
+      await verifyJwt(bearerToken(headers['authorization']), this.keys!, { algorithms: ['RS256'], issuer: this.settings.issuer!, audience: this.settings.audience!, leewayS: LEEWAY_S })
+    }
+    const tenant = headers[TENANT_HEADER]
+    if (tenant === undefined) {
+      if (this.settings.enabled) throw unauthorized('auth_failed:tenant_unresolved')
+      return DEFAULT_TENANT
+    }
+    if (!isStorageId(tenant)) throw unauthorized('auth_failed:tenant_unresolved')
+    const secret = this.settings.tenantAssertionSecret
+    if (secret !== undefined && !this.asserted(secret, headers, tenant)) throw unauthorized('auth_failed:tenant_unresolved')
+    return tenant
+  }
+
+  private asserted (secret: string, headers: Headers, tenant: string): boolean {
+    let token: string
+    try {
+      token = bearerToken(headers['authorization'])
+    } catch {
+      return false
+    }
+    return verifyTenantAssertion(secret, headers[TENANT_ASSERTION_HEADER], tenant, token, LEEWAY_S)
   }
 }

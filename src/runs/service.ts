@@ -35,7 +35,7 @@ export class HarnessService {
 
   constructor (private readonly config: Config, state: StateStore, private readonly bus: Bus, private readonly log: Logger, registry?: Registry) {
     this.store = new RunStore(state)
-    this.gate = new HarnessGate({ enabled: config.svcHarnessAuthEnabled, issuer: config.idpIssuer, jwksUrl: config.idpJwksUrl, audience: config.idpRs256Audience })
+    this.gate = new HarnessGate({ enabled: config.svcHarnessAuthEnabled, issuer: config.idpIssuer, jwksUrl: config.idpJwksUrl, audience: config.idpRs256Audience, tenantAssertionSecret: config.harnessTenantAssertionSecret })
     this.keysLoaded = !config.svcHarnessAuthEnabled
     this.outbox = new RunOutbox(state, this.store, {
       maxBatch: config.harnessPublishBatchMax,

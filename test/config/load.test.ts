@@ -79,3 +79,12 @@ t.test('a JSON file named by a variable is checked, with the variable and file i
   t.throws(() => readJsonFile('ORGS_FILE', `${dir}/broken.json`, schema), /^ORGS_FILE .*broken\.json: /)
   t.throws(() => readJsonFile('AUTH_CLIENTS_FILE', `${dir}/missing.json`, schema), /^AUTH_CLIENTS_FILE .*missing\.json: ENOENT/)
 })
+
+t.test('the tenant assertion secret is at least 32 bytes; HARNESS_URL is a bare http origin and base path', async t => {
+  t.throws(() => loadConfig({ HARNESS_TENANT_ASSERTION_SECRET: 'x'.repeat(31) }), /HARNESS_TENANT_ASSERTION_SECRET must be at least 32 bytes/)
+  t.equal(loadConfig({ HARNESS_TENANT_ASSERTION_SECRET: 'x'.repeat(32) }).harnessTenantAssertionSecret, 'x'.repeat(32))
+  for (const bad of ['https://harness:8081', 'http://user:pw@harness:8081', 'http://harness:8081/?a=1', 'http://harness:8081/#x', 's3://bucket']) {
+    t.throws(() => loadConfig({ HARNESS_URL: bad }), /HARNESS_URL/, bad)
+  }
+  t.equal(loadConfig({ HARNESS_URL: 'http://harness:8081/base/' }).harnessUrl, 'http://harness:8081/base/')
+})

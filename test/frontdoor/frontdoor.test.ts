@@ -78,3 +78,25 @@ t.test('a non-member gets 403 not_a_member:org; no token 401', async t => {
   const none = await fetch(door('acme', 'runs'), { method: 'POST', body: '{"message":"x"}' })
   t.same([none.status, await none.json()], [401, { detail: 'missing Bearer token' }])
 })
+
+t.test('run links in answers through the door point at the door; on the harness port at the harness', async t => {
+  const { url, door, harnessUrl } = await setup(t)
+  const token = await login(url, { client_id: 'web-user', client_secret: 'web-secret' }, 'harness')
+  const auth = { authorization: `Bearer ${token}` }
+  const res = await fetch(door('acme', 'runs:start'), { method: 'POST', headers: auth, body: JSON.stringify({ message: 'm', mode: 'echo', options: { steps: 2, delay_ms: 50 } }) })
+  t.equal(res.status, 202)
+  t.equal(res.headers.get('content-type'), 'application/json')
+  const { run_id: id, links } = await res.json() as any
+  const base = `/api/v1/orgs/acme/harness/runs/${id}`
+  t.same(links, { self: base, stream: `${base}/stream`, cancel: `${base}/cancel` })
+  const self = await fetch(`${url}${links.self}`, { headers: auth })
+  t.equal((await self.json() as any).run_id, id, 'self is followed through the door')
+  const cancelled = await fetch(`${url}${links.cancel}`, { method: 'POST', headers: auth })
+  t.ok([200, 409].includes(cancelled.status), 'cancel is followed through the door')
+  const events = await readSse(await fetch(`${url}${links.stream}`, { headers: auth }))
+  t.ok(events.length > 0, 'stream is followed through the door')
+
+  const direct = await fetch(`${harnessUrl}/runs:start`, { method: 'POST', headers: { ...auth, 'x-svc-tenant-client-id': 'acme-t' }, body: '{"message":"m","mode":"echo"}' })
+  const answer = await direct.json() as any
+  t.equal(answer.links.self, `/runs/${answer.run_id}`, 'a harness-port client gets harness paths')
+})

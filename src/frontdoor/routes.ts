@@ -1,0 +1,56 @@
+import { isStorageId } from '../validation/index.js'
+
+/**
+ * The harness routes the front door fronts, and nothing else: a path that
+ * does not match one of these is 404 before any token is looked at, minted
+ * or forwarded. A new harness route is one more row.
+ */
+export interface FrontedRoute {
+  readonly method: 'GET' | 'POST'
+  /** The harness path; a `{id}` segment must be a storage identifier. */
+  readonly path: string
+  /** The caller's query string is forwarded; other routes take none, and it is dropped. */
+  readonly query?: true
+  /** The JSON answer's top-level `links` name harness paths, re-rooted under the front door. */
+  readonly links?: true
+}
+
+export const FRONTED_ROUTES: readonly FrontedRoute[] = [
+  { method: 'GET', path: '/runs', query: true },
+  { method: 'POST', path: '/runs' },
+  { method: 'POST', path: '/runs:start', links: true },
+  { method: 'GET', path: '/runs/{id}' },
+  { method: 'GET', path: '/runs/{id}/stream' },
+  { method: 'POST', path: '/runs/{id}/cancel' },
+  { method: 'GET', path: '/health' },
+  { method: 'GET', path: '/health/ready' }
+]
+
+const ID = '{id}'
+
+/**
+ * The fronted route a raw (still percent-encoded) path names. Segments are
+ * compared as they came: `%2e%2e`, `%2f`, `\`, an empty segment or any other
+ * spelling is no literal and no storage identifier, so it matches nothing.
+ */
+export function matchFronted (method: string, rawPath: string): FrontedRoute | 'method_not_allowed' | undefined {
+  let other = false
+  for (const route of FRONTED_ROUTES) {
+    if (!matches(route.path, rawPath)) continue
+    if (route.method === method) return route
+    other = true
+  }
+  return other ? 'method_not_allowed' : undefined
+}
+
+/** True when `rawPath` names a fronted route by any method: a link the front door can serve. */
+export function isFrontedPath (rawPath: string): boolean {
+  return FRONTED_ROUTES.some(r => matches(r.path, rawPath))
+}
+
+/** Every literal equal and every `{id}` a storage identifier: the path is then made of the table's own characters. */
+function matches (pattern: string, rawPath: string): boolean {
+  const want = pattern.split('/')
+  const got = rawPath.split('/')
+  return want.length === got.length && want.every((w, i) => w === ID ? isStorageId(got[i]) : w === got[i])
+}
