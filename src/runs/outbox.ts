@@ -12,6 +12,8 @@ export interface OutboxOptions {
   lingerMs: number
   /** Resolves when the bus has the messages (acks = all, or the local log's commit). */
   publish: (messages: BusMessage[]) => Promise<void>
+  /** The bus's readiness probe: tells a message the bus refuses from a bus that is away. */
+  probe?: () => Promise<void>
   log: Logger
   /** Runs held in memory; past it new runs are spilled to a marker and read back from LMDB later. */
   maxTrackedRuns?: number
@@ -40,6 +42,10 @@ interface Entry { run: Tracked, event: RunEvent }
 
 const MAX_TRACKED_RUNS = 10_000
 const MAX_QUEUED_EVENTS = 50_000
+/** A batch stops growing here, so many events share a request (and a Kafka record batch) only while they are small. */
+const MAX_BATCH_BYTES = 256 * 1024
+/** A large event refused alone this many times while the bus answers its probe is one the bus will never take. */
+const REFUSALS_TO_DROP = 3
 const CHECKPOINT_MS = 250
 /** A run pending this long gets a marker; runs that end sooner (nearly all) never write one. */
 const MARKER_AFTER_MS = 1000
@@ -83,8 +89,11 @@ export class RunOutbox {
   private created = false
   private stopped = false
   private idle: (() => void) | undefined
+  private refusals = 0
   /** Events committed and not yet acknowledged. */
   waiting = 0
+  /** Events the bus would never take (see `failed`), skipped. */
+  dropped = 0
   lastError: string | undefined
 
   constructor (state: StateStore, private readonly store: RunStore, private readonly options: OutboxOptions) {
@@ -201,8 +210,12 @@ export class RunOutbox {
     if (this.inFlight || this.stopped) return
     if (this.queue.length === 0) this.refill()
     if (this.queue.length === 0) return
-    const batch = this.queue.length <= this.options.maxBatch ? this.queue : this.queue.slice(0, this.options.maxBatch)
-    this.queue = batch === this.queue ? [] : this.queue.slice(batch.length)
+    let size = 0
+    let bytes = 0
+    const max = Math.min(this.queue.length, this.options.maxBatch)
+    while (size < max && (size === 0 || bytes < MAX_BATCH_BYTES)) bytes += this.queue[size++]!.event.json.length
+    const batch = size === this.queue.length ? this.queue : this.queue.slice(0, size)
+    this.queue = batch === this.queue ? [] : this.queue.slice(size)
     this.inFlight = batch
     this.send(batch)
   }
@@ -224,6 +237,7 @@ export class RunOutbox {
     this.waiting -= batch.length
     this.inFlight = undefined
     this.backoff = MIN_BACKOFF_MS
+    this.refusals = 0
     if (this.lastError !== undefined) this.options.log.info({ waiting: this.waiting }, 'run events are being published again')
     this.lastError = undefined
     if (this.spilled && this.tracked.size < this.maxTracked * 0.9) this.load()
@@ -231,12 +245,43 @@ export class RunOutbox {
     else if (this.waiting === 0) this.idle?.()
   }
 
+  /**
+   * A batch the bus did not take is retried, halved each time (the rest goes
+   * back to the head of the queue), so one event the bus refuses is soon sent
+   * alone. An event past MAX_BATCH_BYTES (a record holding a 64 KiB message
+   * of control characters three times is over a megabyte: past Kafka's
+   * default limit) refused alone REFUSALS_TO_DROP times while the bus answers
+   * its probe would block every run's events for good: it is skipped, logged
+   * with its run and seq, and counted. Nothing is skipped while the bus fails
+   * its probe, nor for a smaller event, whatever the error (an outage, a
+   * leader election or a missing ACL refuses every event alike).
+   */
   private failed (batch: Entry[], err: Error): void {
     if (this.lastError === undefined) this.options.log.warn({ err: err.message, waiting: this.waiting }, 'run events not published; retrying until the bus takes them')
     this.lastError = err.message
     if (this.stopped) return
+    let retry = batch
+    if (batch.length > 1) {
+      retry = batch.slice(0, batch.length >> 1)
+      this.queue = [...batch.slice(retry.length), ...this.queue]
+      this.inFlight = retry
+    } else if (++this.refusals >= REFUSALS_TO_DROP && this.options.probe && batch[0]!.event.json.length > MAX_BATCH_BYTES) {
+      this.options.probe().then(() => this.drop(batch[0]!, err), () => undefined).finally(() => this.retry(retry))
+      return
+    }
+    this.retry(retry)
+  }
+
+  private retry (batch: Entry[]): void {
+    if (this.stopped || this.inFlight !== batch) return
     this.timer = setTimeout(() => { this.timer = undefined; this.send(batch) }, this.backoff)
     this.backoff = Math.min(this.backoff * 2, MAX_BACKOFF_MS)
+  }
+
+  private drop (entry: Entry, err: Error): void {
+    this.dropped++
+    this.options.log.error({ err: err.message, runId: entry.run.runId, seq: entry.event.id, bytes: entry.event.json.length }, 'the bus refuses a run event while it takes others; it is skipped')
+    this.acknowledged([entry])
   }
 
   /** Queues, from their logs, the events of runs that fell behind, up to one batch. */

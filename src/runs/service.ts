@@ -41,6 +41,7 @@ export class HarnessService {
       maxBatch: config.harnessPublishBatchMax,
       lingerMs: config.harnessPublishLingerMs,
       publish: messages => bus.publish(config.topicRuns, messages),
+      probe: () => bus.probe(),
       log: log.child({ component: 'run-outbox' })
     })
     const modes = builtInModes({ url: config.harnessLlmUrl, model: config.harnessLlmModel, apiKey: config.harnessLlmApiKey })
@@ -48,6 +49,7 @@ export class HarnessService {
     if (registry) {
       const outbox = this.outbox
       new Gauge({ name: 'harness_run_events_waiting', help: 'Run events stored but not yet acknowledged by the bus', registers: [registry], collect () { this.set(outbox.waiting) } })
+      new Gauge({ name: 'harness_run_events_dropped', help: 'Run events skipped because the bus refused them while it took others', registers: [registry], collect () { this.set(outbox.dropped) } })
     }
   }
 

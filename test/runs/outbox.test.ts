@@ -12,19 +12,26 @@ import { eventually } from '../helpers/http.js'
 
 const log = pino({ level: 'silent' })
 
-/** A bus whose publish fails while `down` is set; every message it took, in order. */
+/**
+ * A bus whose publish fails while `down` is set, and refuses any batch with a
+ * message longer than `refuse` bytes (as Kafka refuses one past its size limit);
+ * every message it took, in order.
+ */
 function fakeBus () {
   const taken: BusMessage[] = []
   const bus = {
     down: false,
+    refuse: Infinity,
     calls: 0,
     taken,
     publish: async (messages: BusMessage[]): Promise<void> => {
       bus.calls++
       await new Promise(resolve => setImmediate(resolve))
       if (bus.down) throw new Error('broker unreachable')
+      if (messages.some(m => (m.value as string).length > bus.refuse)) throw new Error('message too large')
       taken.push(...messages)
-    }
+    },
+    probe: async (): Promise<void> => { if (bus.down) throw new Error('broker unreachable') }
   }
   return bus
 }
@@ -32,11 +39,11 @@ function fakeBus () {
 /** A harness process on `state`: its store, relay and manager; `crash` drops it without any shutdown. */
 function process (state: StateStore, bus: ReturnType<typeof fakeBus>, options: Partial<OutboxOptions> = {}) {
   const store = new RunStore(state)
-  const outbox = new RunOutbox(state, store, { maxBatch: 50, lingerMs: 2, publish: m => bus.publish(m), log, ...options })
+  const outbox = new RunOutbox(state, store, { maxBatch: 50, lingerMs: 2, publish: m => bus.publish(m), probe: () => bus.probe(), log, ...options })
   // `hang` starts and never ends: a run in flight when its process dies.
   const hang: Mode = async ({ signal }) => { await new Promise(resolve => signal.addEventListener('abort', resolve)) }
   const manager = new RunManager(store, new RunHub(), new Map<string, Mode>([['echo', echo], ['hang', hang]]), outbox, log)
-  const run = (steps: number, delay = 0) => manager.start({ tenant: 'acme', mode: 'echo', message: 'm', options: { steps, delay_ms: delay }, conversationId: null })
+  const run = (steps: number, delay = 0, message = 'm') => manager.start({ tenant: 'acme', mode: 'echo', message, options: { steps, delay_ms: delay }, conversationId: null })
   const hung = () => manager.start({ tenant: 'acme', mode: 'hang', message: 'm', options: {}, conversationId: null })
   return { store, outbox, manager, run, hung }
 }
@@ -180,4 +187,52 @@ t.test('past its memory bounds the relay spills to LMDB and still publishes ever
   for (const r of runs) t.same(published.get(r.run_id), dense(9), `${r.run_id}: all, once, in order`)
   await p.outbox.stop(1000)
   t.same(markers(state), [])
+})
+
+t.test('an event too large for the bus, refused while it takes others, is skipped after a few tries; nothing else is lost or reordered', async t => {
+  const state = openState(t.testdir())
+  t.teardown(() => state.close())
+  const bus = fakeBus()
+  bus.refuse = 1024 * 1024
+  const p = process(state, bus)
+  p.outbox.start()
+  const small = await Promise.all(Array.from({ length: 10 }, () => p.run(3)))
+  // 64 KiB of a control character: 384 KiB once escaped as JSON, three times in the end's record.
+  const big = await p.run(2, 0, '\u0001'.repeat(64 * 1024))
+  const after = await Promise.all(Array.from({ length: 10 }, () => p.run(3)))
+  for (const r of [...small, big, ...after]) await p.manager.waitForEnd(r.run_id, 10_000)
+  await eventually(async () => p.outbox.waiting, n => n === 0, 30_000)
+  const published = byRun(bus.taken)
+  for (const r of [...small, ...after]) t.same(published.get(r.run_id), dense(6), `${r.run_id}: all, in order`)
+  t.same(published.get(big.run_id), ['1', '2', '3', '4'], 'the run whose end (its record holds the message thrice) the bus refuses: all before it')
+  t.equal(p.outbox.dropped, 1)
+  await p.outbox.stop(1000)
+  t.same(markers(state), [])
+})
+
+t.test('nothing is skipped while the bus is away, nor an event of ordinary size whatever the bus says', async t => {
+  const state = openState(t.testdir())
+  t.teardown(() => state.close())
+  const bus = fakeBus()
+  const p = process(state, bus)
+  p.outbox.start()
+  bus.down = true
+  const big = await p.run(1, 0, '\u0001'.repeat(64 * 1024))
+  await p.manager.waitForEnd(big.run_id, 10_000)
+  // Halved down to one event, refused three times, probed: the bus is away, so it is kept.
+  await eventually(async () => bus.calls, n => n >= 5, 30_000)
+  bus.down = false
+  await eventually(async () => p.outbox.waiting, n => n === 0, 30_000)
+  t.same(byRun(bus.taken).get(big.run_id), dense(4), 'kept, and published once the bus was back')
+  bus.refuse = 0
+  const calls = bus.calls
+  const small = await p.run(1)
+  await p.manager.waitForEnd(small.run_id, 10_000)
+  // Now every message is refused while the probe answers (a missing ACL, say): events under the size bound stay.
+  await eventually(async () => bus.calls, n => n >= calls + 5, 30_000)
+  bus.refuse = Infinity
+  await eventually(async () => p.outbox.waiting, n => n === 0, 30_000)
+  t.equal(p.outbox.dropped, 0)
+  t.same(byRun(bus.taken).get(small.run_id), dense(4))
+  await p.outbox.stop(1000)
 })
