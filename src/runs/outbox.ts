@@ -54,6 +54,8 @@ const MARKER_STRIDE = 100
 const MIN_BACKOFF_MS = 100
 const MAX_BACKOFF_MS = 5000
 const WATERMARK = '!watermark'
+/** Run ids carry the wall clock: a restart looks this much before the watermark, for a clock stepped back since. */
+const CLOCK_SLACK_MS = 1000
 const SCHEMA = 'run-event@2'
 
 /**
@@ -114,7 +116,7 @@ export class RunOutbox {
       if (key !== WATERMARK && !this.resume(key, value, true, true)) finished.add(key)
     }
     if (watermark !== undefined) {
-      for (const runId of this.store.runIdsFrom(`run-${timePrefix(watermark)}`)) {
+      for (const runId of this.store.runIdsFrom(`run-${timePrefix(watermark - CLOCK_SLACK_MS)}`)) {
         if (!this.tracked.has(runId) && !finished.has(runId) && this.db.get(runId) === undefined) this.resume(runId, 0, false, true)
       }
     }
@@ -159,8 +161,8 @@ export class RunOutbox {
 
   /**
    * Shutdown: publishes what it can within `timeoutMs`, then records what is
-   * left (markers for every pending run, the watermark at now) so the next
-   * start publishes it.
+   * left (markers for every pending run, the watermark past now) so the next
+   * start publishes it, and nothing else.
    */
   async stop (timeoutMs: number): Promise<void> {
     if (this.waiting > 0) {
@@ -177,7 +179,8 @@ export class RunOutbox {
     for (const run of this.tracked.values()) {
       if (run.marker !== run.acked) this.db.put(run.runId, run.acked)
     }
-    await this.db.put(WATERMARK, Date.now())
+    // Every pending run now has a marker: past the slack, the next start scans no run again.
+    await this.db.put(WATERMARK, Date.now() + CLOCK_SLACK_MS)
   }
 
   /**

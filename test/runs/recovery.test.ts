@@ -48,4 +48,9 @@ t.test('SIGTERM with a run in flight: it ends failed (interrupted), stored befor
   const { harnessPort: port2 } = await second.waitFor('gateway listening') as { harnessPort: number }
   t.match(await (await fetch(`http://127.0.0.1:${port2}/runs/${id}`)).json(), { status: 'failed', error: { code: 'interrupted' } })
   t.notOk(second.lines.some(l => l['msg'] === 'runs in flight at the last stop were marked failed (interrupted)'), 'nothing was left for recovery to do')
+  t.match(second.lines.find(l => l['msg'] === 'run events left unpublished at the last stop are being published'), { runs: 0, events: 0 }, 'nor for the relay')
+  const published = (await tailBus(dir, 'harness.runs.v1')).filter(m => m.key === id).map(m => Number(m.value.seq))
+  t.same(published, published.map((_, i) => i + 1), 'every event was published once, before the exit')
+  second.proc.kill('SIGTERM')
+  t.equal(await second.exit, 0)
 })
