@@ -20,65 +20,21 @@
 import { readdirSync, existsSync } from 'node:fs'
 import { join, basename } from 'node:path'
 import { pathToFileURL } from 'node:url'
-import { availableParallelism } from 'node:os'
-import { installCleanupHandlers, hasTaskset, pinSelf, interrupted } from './lib/procs.mjs'
+import { installCleanupHandlers, pinSelf, interrupted } from './lib/procs.mjs'
 import { ensureWrk } from './lib/wrk.mjs'
 import { createContext, runDeclarative } from './lib/context.mjs'
 import { WRK_COLUMNS, table, machine, writeResult } from './lib/report.mjs'
+import { wrkFigures, writeChart } from './lib/figures.mjs'
 import { summarizeProfile, formatProfile } from './lib/profile.mjs'
 import { sampleSystem } from './lib/sampler.mjs'
-import { BENCH_DIR, REPO_DIR } from './lib/targets.mjs'
+import { readSettings, headline } from './lib/settings.mjs'
+import { UsageError } from './lib/env.mjs'
+import { history } from './history.mjs'
+import { BENCH_DIR, REPO_DIR } from './lib/paths.mjs'
 
 const SCENARIO_DIR = join(BENCH_DIR, 'scenarios')
 const log = line => process.stderr.write(line + '\n')
 const warn = line => process.stderr.write(`bench: warning: ${line}\n`)
-
-class UsageError extends Error {}
-
-function intEnv (name, def, min) {
-  const raw = process.env[name]
-  if (raw === undefined || raw === '') return def
-  if (!/^\d+$/.test(raw.trim()) || Number(raw) < min) throw new UsageError(`${name} must be an integer >= ${min}, got ${JSON.stringify(raw)}`)
-  return Number(raw)
-}
-
-function listEnv (name) {
-  return (process.env[name] ?? '').split(',').map(s => s.trim()).filter(Boolean)
-}
-
-function readSettings () {
-  const nproc = availableParallelism()
-  const pinWanted = !['0', 'false', 'no', 'off'].includes((process.env.BENCH_PIN ?? '1').toLowerCase())
-  const serverCpu = intEnv('BENCH_SERVER_CPU', 0, 0)
-  const wrkCpu = intEnv('BENCH_WRK_CPU', 1, 0)
-  let pin = pinWanted
-  let pinNote
-  if (!pinWanted) pinNote = 'not pinned: BENCH_PIN=0'
-  else if (!hasTaskset()) { pin = false; pinNote = 'not pinned: no taskset (apt-get install util-linux)' }
-  else if (nproc < 2) { pin = false; pinNote = 'not pinned: 1 CPU, server and wrk share it' }
-  else if (serverCpu === wrkCpu || serverCpu >= nproc || wrkCpu >= nproc) throw new UsageError(`BENCH_SERVER_CPU (${serverCpu}) and BENCH_WRK_CPU (${wrkCpu}) must differ and be < ${nproc}`)
-  const cpuProf = (process.env.BENCH_CPU_PROF ?? '').trim()
-  const settings = {
-    duration: intEnv('BENCH_DURATION', 10, 1),
-    warmup: intEnv('BENCH_WARMUP', 2, 0),
-    connections: intEnv('BENCH_CONNECTIONS', 50, 1),
-    threads: intEnv('BENCH_THREADS', 1, 1),
-    wrkTimeout: intEnv('BENCH_TIMEOUT', 2, 1),
-    pin,
-    pinNote,
-    serverCpu: pin ? serverCpu : undefined,
-    wrkCpu: pin ? wrkCpu : undefined,
-    logLevel: process.env.BENCH_LOG_LEVEL || 'info',
-    targets: listEnv('BENCH_TARGETS'),
-    cpuProf: cpuProf !== '' && cpuProf !== '0',
-    cpuProfTargets: ['', '0', '1', 'true', 'all'].includes(cpuProf) ? [] : cpuProf.split(',').map(s => s.trim()),
-    resultsDir: process.env.BENCH_RESULTS_DIR || join(BENCH_DIR, 'results'),
-    // Other processes using more than this share of a core during a run get a note.
-    busyThreshold: 0.1
-  }
-  if (settings.threads > settings.connections) throw new UsageError('BENCH_THREADS must not exceed BENCH_CONNECTIONS (wrk needs a connection per thread)')
-  return settings
-}
 
 async function loadScenarios () {
   const files = existsSync(SCENARIO_DIR) ? readdirSync(SCENARIO_DIR).filter(f => f.endsWith('.mjs')).sort() : []
@@ -102,6 +58,9 @@ function usage (scenarios) {
   return [
     'usage: npm run bench <scenario>...   run scenarios (bench/scenarios/<name>.mjs)',
     '       npm run bench all             run every scenario',
+    '       npm run bench history [scenario...] [--last N]   how each figure moved across the saved runs',
+    '       npm run bench load -- --url <base> --client-id <id> --client-secret <secret> [...]',
+    '                                     drive any deployment at a fixed rate (--help for the options)',
     '',
     'scenarios:',
     ...scenarios.map(s => `  ${s.name.padEnd(width)}  ${s.loadError ? `(cannot load: ${s.loadError})` : s.description ?? ''}`),
@@ -110,16 +69,6 @@ function usage (scenarios) {
     '             BENCH_PIN=1 BENCH_SERVER_CPU=0 BENCH_WRK_CPU=1 BENCH_LOG_LEVEL=info BENCH_TARGETS=a,b',
     '             BENCH_CPU_PROF=1|label,... BENCH_RESULTS_DIR=bench/results   (see bench/README.md)'
   ].join('\n')
-}
-
-function headline (scenario, settings) {
-  const s = settings
-  const where = s.pin ? `server CPU${s.serverCpu}, wrk CPU${s.wrkCpu}` : s.pinNote
-  const what = typeof scenario.headline === 'function'
-    ? scenario.headline(settings)
-    : scenario.headline ?? (scenario.request && typeof scenario.request === 'object' ? `${scenario.request.method ?? 'GET'} ${scenario.request.path}` : scenario.description)
-  const load = `${s.connections} connections, ${s.duration} s (+${s.warmup} s warm-up), ${s.threads} wrk thread${s.threads === 1 ? '' : 's'}`
-  return `scenario ${scenario.name} — ${what}, ${load} (${where}), LOG_LEVEL=${s.logLevel}`
 }
 
 async function runScenario (scenario, settings) {
@@ -150,7 +99,8 @@ async function runScenario (scenario, settings) {
 
   const columns = out.columns ?? scenario.columns ?? WRK_COLUMNS
   const flagged = rows.filter(r => r.error || r.problems?.length)
-  const lines = ['', headline(scenario, settings), table(columns, rows)]
+  const title = headline(scenario, settings)
+  const lines = ['', title, table(columns, rows)]
   for (const r of flagged) lines.push(`!! ${r.label}: ${r.problems?.join('; ') || r.error}`)
   if (out.error) lines.push(`!! scenario failed: ${out.error}`)
   for (const r of rows) for (const n of r.notes ?? []) lines.push(`note: ${r.label}: ${n}`)
@@ -170,10 +120,10 @@ async function runScenario (scenario, settings) {
   }
 
   const { stamp, ...shownSettings } = settings
-  const file = writeResult(settings.resultsDir, scenario.name, startedAt, {
+  const data = {
     scenario: scenario.name,
     description: scenario.description,
-    headline: headline(scenario, settings),
+    headline: title,
     startedAt: startedAt.toISOString(),
     finishedAt: new Date().toISOString(),
     settings: shownSettings,
@@ -184,9 +134,12 @@ async function runScenario (scenario, settings) {
     error: out.error,
     notes: out.notes,
     results: rows,
+    figures: (scenario.figures ?? wrkFigures)(rows),
     profiles
-  })
-  lines.push(`results: ${file}`)
+  }
+  const file = writeResult(settings.resultsDir, scenario.name, startedAt, data)
+  const chart = writeChart(settings.resultsDir, scenario.name, startedAt, data, settings.busyThreshold)
+  lines.push(`results: ${file}`, `chart: ${chart}`)
   process.stdout.write(lines.join('\n') + '\n')
   return flagged.length === 0 && !out.error
 }
@@ -205,8 +158,12 @@ async function checkQuiet () {
 }
 
 async function main (argv) {
+  const [command, ...rest] = argv.filter(a => a !== '--')
+  // The load tool runs against any deployment and handles its own signals (it reports on Ctrl-C).
+  if (command === 'load') return (await import('./load/main.mjs')).load(rest)
   installCleanupHandlers()
   const scenarios = await loadScenarios()
+  if (command === 'history') return history(rest, { resultsDir: process.env.BENCH_RESULTS_DIR || join(BENCH_DIR, 'results'), scenarios })
   const wanted = argv.filter(a => a !== '--')
   if (wanted.length === 0 || wanted.some(a => ['-h', '--help', 'help', 'list'].includes(a))) {
     process.stdout.write(usage(scenarios) + '\n')

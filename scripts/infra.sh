@@ -3,7 +3,7 @@
 # (KRaft, broker+controller in one JVM) and a single-drive MinIO, both bound to
 # 127.0.0.1 only, on ports chosen at `up` time.
 #
-# Usage: scripts/infra.sh up|down|status|env|up-kafka|down-kafka
+# Usage: scripts/infra.sh up|down|status|env|up-kafka|down-kafka|up-minio|kill-minio|freeze-minio|thaw-minio
 #
 #   up          install what is missing (into the cache), start what is not
 #               running, wait until both answer, print the env lines (stdout)
@@ -13,6 +13,12 @@
 #   env         print $RUN/env
 #   down-kafka  stop only Kafka; its data dir and port are kept
 #   up-kafka    start only Kafka again, on the same port with the same data
+#   up-minio    start only MinIO (in a fresh run dir too: a MinIO-only run,
+#               whose Kafka is set up by a later 'up'), on the same port with
+#               the same data
+#   kill-minio  SIGKILL MinIO, as a crash would; its data dir and port are kept
+#   freeze-minio  SIGSTOP MinIO: connections are accepted, nothing is answered
+#   thaw-minio  SIGCONT MinIO
 #
 # Environment:
 #   GATEWAY_INFRA_CACHE    install cache  (default ~/.cache/evidence-gateway-infra)
@@ -458,6 +464,8 @@ load_ports() {
   [[ -n "${KAFKA_PORT:-}" && -n "${CONTROLLER_PORT:-}" && -n "${MINIO_PORT:-}" && -n "${MINIO_CONSOLE_PORT:-}" ]]
 }
 
+# init_run_dir [minio-only]: ports for both; Kafka's storage formatted unless
+# only MinIO is wanted (kafka_ready formats it when Kafka is first started).
 init_run_dir() {
   local ports
   rm -rf "$RUN"
@@ -465,8 +473,7 @@ init_run_dir() {
   ports="$(pick_ports)"
   read -r KAFKA_PORT CONTROLLER_PORT MINIO_PORT MINIO_CONSOLE_PORT <<<"$ports"
   [[ -n "${MINIO_CONSOLE_PORT:-}" ]] || die "could not pick free ports"
-  write_kafka_config
-  format_kafka_storage
+  [[ "${1:-}" == minio-only ]] || kafka_ready
   # ports last: a run dir with a ports file is complete
   cat >"$RUN/ports" <<EOF
 KAFKA_PORT=$KAFKA_PORT
@@ -474,6 +481,12 @@ CONTROLLER_PORT=$CONTROLLER_PORT
 MINIO_PORT=$MINIO_PORT
 MINIO_CONSOLE_PORT=$MINIO_CONSOLE_PORT
 EOF
+}
+
+kafka_ready() {
+  [[ -f "$RUN/kafka/server.properties" ]] && return 0
+  write_kafka_config
+  format_kafka_storage
 }
 
 write_env() {
@@ -506,6 +519,8 @@ cmd_up() {
   if ! load_ports; then
     init_run_dir
     load_ports
+  elif [[ ! -f "$RUN/kafka/server.properties" ]]; then
+    kafka_ready
   elif kafka_running && minio_running \
       && curl -sf -o /dev/null --max-time 5 "http://127.0.0.1:$MINIO_PORT/minio/health/ready" \
       && tcp_open "$KAFKA_PORT" && [[ -f "$RUN/env" ]]; then
@@ -544,9 +559,56 @@ cmd_down_kafka() {
   log "Kafka stopped; data and port $KAFKA_PORT kept (use up-kafka)"
 }
 
+cmd_up_minio() {
+  need curl "used for the MinIO health check"
+  install_minio
+  lock_run
+  if ! load_ports; then
+    init_run_dir minio-only
+    load_ports
+  fi
+  if minio_running; then
+    log "MinIO already running (pid $(minio_pid))"
+  else
+    start_minio
+  fi
+  wait_minio
+  write_env
+  cat "$RUN/env"
+}
+
+cmd_kill_minio() {
+  local pid
+  lock_run
+  load_ports || die "no run state in $RUN"
+  pid="$(minio_pid)"
+  pid_alive "$pid" || die "MinIO is not running"
+  kill -KILL "$pid"
+  for _ in $(seq 1 50); do
+    pid_exited "$pid" && break
+    sleep 0.1
+  done
+  pid_exited "$pid" || die "MinIO (pid $pid) did not die"
+  rm -f "$RUN/minio.pid"
+  log "MinIO killed; data and port $MINIO_PORT kept (use up-minio)"
+}
+
+# signal_minio SIG: STOP freezes the server (the kernel still accepts
+# connections and buffers what is sent), CONT resumes it.
+signal_minio() {
+  local pid
+  load_ports || die "no run state in $RUN"
+  pid="$(minio_pid)"
+  pid_alive "$pid" || die "MinIO is not running"
+  kill "-$1" "$pid"
+  log "MinIO (pid $pid) sent SIG$1"
+}
+
 cmd_down() {
   lock_run
   stop_pid Kafka "$RUN/kafka.pid" "$KAFKA_STOP_GRACE"
+  # A frozen MinIO would hold its TERM until the grace ran out.
+  if minio_running; then kill -CONT "$(minio_pid)" 2>/dev/null || true; fi
   stop_pid MinIO "$RUN/minio.pid" "$MINIO_STOP_GRACE"
   # Safety net for lost pid files: a server this script started from this run
   # dir (Kafka with its server.properties, MinIO with its data dir).
@@ -608,8 +670,12 @@ case "${1:-}" in
   env) cmd_env ;;
   up-kafka) cmd_up_kafka ;;
   down-kafka) cmd_down_kafka ;;
+  up-minio) cmd_up_minio ;;
+  kill-minio) cmd_kill_minio ;;
+  freeze-minio) signal_minio STOP ;;
+  thaw-minio) signal_minio CONT ;;
   *)
-    echo "usage: $0 up|down|status|env|up-kafka|down-kafka" >&2
+    echo "usage: $0 up|down|status|env|up-kafka|down-kafka|up-minio|kill-minio|freeze-minio|thaw-minio" >&2
     exit 2
     ;;
 esac

@@ -11,6 +11,7 @@ export const catalog = {
   checksum_mismatch: { status: 400, retryable: false },
   invalid_request: { status: 400, retryable: false },
   unsupported_grant_type: { status: 400, retryable: false },
+  malformed_request: { status: 400, retryable: false },
   invalid_client: { status: 401, retryable: false },
   unauthorized: { status: 401, retryable: false },
   audience_forbidden: { status: 403, retryable: false },
@@ -21,11 +22,16 @@ export const catalog = {
   idempotency_in_progress: { status: 409, retryable: true },
   conflict: { status: 409, retryable: false },
   payload_too_large: { status: 413, retryable: false },
+  unsupported_media_type: { status: 415, retryable: false },
   rate_limited: { status: 429, retryable: true },
+  header_fields_too_large: { status: 431, retryable: false },
   publish_failed: { status: 500, retryable: true },
   internal_error: { status: 500, retryable: true },
   bad_gateway: { status: 502, retryable: true },
   overloaded: { status: 503, retryable: true },
+  bus_unavailable: { status: 503, retryable: true },
+  storage_busy: { status: 503, retryable: true },
+  storage_unavailable: { status: 503, retryable: true },
   shutting_down: { status: 503, retryable: true }
 } as const satisfies Record<string, { status: number, retryable: boolean }>
 

@@ -3,14 +3,14 @@ import { Registry, collectDefaultMetrics } from 'prom-client'
 import { AuthService } from './auth/index.js'
 import { createBus } from './bus/index.js'
 import type { Config } from './config/index.js'
-import { HttpServer, loadUws } from './http/index.js'
+import { HttpServer, bodyBudget, loadUws, type HttpServerOptions } from './http/index.js'
 import { Readiness, opsRoutes, openApiRoute, type OpenApiPart } from './ops/index.js'
 import { EvidenceService, evidenceOpenApi } from './evidence/index.js'
 import { FrontDoor } from './frontdoor/index.js'
 import { HarnessService, harnessOpenApi } from './runs/index.js'
 import { TelemetryService, telemetryOpenApi } from './telemetry/index.js'
 import { createObjectStore } from './storage/index.js'
-import { checkState, openState } from './state/index.js'
+import { checkState, openState, Incarnation } from './state/index.js'
 
 export interface Gateway {
   /** Bound ports (useful with PORT=0 in tests). */
@@ -28,20 +28,31 @@ export async function startGateway (config: Config, log: Logger): Promise<Gatewa
   collectDefaultMetrics({ register: registry })
 
   const state = openState(config.dataDir)
+  // Whatever this process claims (event_ids, partial files) is free once it is gone.
+  const incarnation = await Incarnation.start(state)
   const readiness = new Readiness()
   readiness.add('lmdb', () => checkState(state))
   const bus = createBus(config, state, log)
   await bus.start()
   readiness.add('bus', () => bus.probe())
-  const stoppers: Array<() => Promise<void> | void> = [() => bus.close()]
+  const stoppers: Array<() => Promise<void> | void> = [() => incarnation.stop(), () => bus.close()]
 
+  // One budget for the JSON bodies of every server in the process.
+  const http: Omit<HttpServerOptions, 'name'> = {
+    logger: log,
+    registry,
+    uws,
+    bodyBudget: bodyBudget(config.httpBodyBufferBytes, registry),
+    drainMaxBytes: config.httpDrainMaxBytes,
+    drainTimeoutMs: config.httpDrainTimeoutMs
+  }
   const servers: HttpServer[] = []
   const openApi: OpenApiPart[] = []
   let main: HttpServer | undefined
   let auth: AuthService | undefined
   // Login, ingest and the front door share PORT, and all need the signing keys.
   if (roles.has('auth') || roles.has('ingest') || roles.has('frontdoor')) {
-    main = new HttpServer({ name: 'gateway', logger: log, registry, uws })
+    main = new HttpServer({ ...http, name: 'gateway' })
     servers.push(main)
     opsRoutes(readiness, registry).forEach(r => main!.route(r))
     auth = new AuthService(config, state, log)
@@ -53,10 +64,11 @@ export async function startGateway (config: Config, log: Logger): Promise<Gatewa
     const telemetry = new TelemetryService(config, bus, auth!.verifier)
     telemetry.routes().forEach(r => main!.route(r))
     openApi.push(telemetryOpenApi)
-    const objects = createObjectStore(config)
+    const objects = createObjectStore(config, state, incarnation, log)
     await objects.start()
+    stoppers.push(() => objects.stop?.())
     readiness.add('storage', () => objects.probe())
-    const evidence = new EvidenceService(config, state, bus, objects, auth!.verifier, log, registry)
+    const evidence = new EvidenceService(config, state, bus, objects, auth!.verifier, log, registry, incarnation)
     evidence.routes().forEach(r => main!.route(r))
     evidence.start()
     stoppers.push(() => evidence.stop())
@@ -71,7 +83,7 @@ export async function startGateway (config: Config, log: Logger): Promise<Gatewa
     const harness = new HarnessService(config, state, bus, log.child({ component: 'harness' }), registry)
     await harness.start()
     stoppers.push(() => harness.stop())
-    const server = new HttpServer({ name: 'harness', logger: log, registry, uws, errors: 'harness' })
+    const server = new HttpServer({ ...http, name: 'harness', errors: 'harness' })
     servers.push(server)
     const harnessReadiness = new Readiness()
     harnessReadiness.add('lmdb', () => checkState(state))
@@ -97,10 +109,15 @@ export async function startGateway (config: Config, log: Logger): Promise<Gatewa
     async stop () {
       let timer: NodeJS.Timeout | undefined
       const deadline = new Promise<false>(resolve => { timer = setTimeout(() => resolve(false), config.shutdownTimeoutMs) })
-      const drained = await Promise.race([Promise.all(servers.map(s => s.close())).then(() => true as const), deadline])
+      const closed = Promise.all(servers.map(s => s.close()))
+      const drained = await Promise.race([closed.then(() => true as const), deadline])
       clearTimeout(timer)
       if (!drained) log.warn({ inFlight: servers.reduce((n, s) => n + s.inFlightRequests, 0) }, 'shutdown deadline passed with requests in flight')
       for (const stop of stoppers.reverse()) await stop()
+      // Requests the stoppers cut short (uploads past the deadline, answered
+      // 503) are answered once the rest of their body is drained: as bounded.
+      if (!drained) await Promise.race([closed, new Promise(resolve => { timer = setTimeout(resolve, config.httpDrainTimeoutMs) })])
+      clearTimeout(timer)
       await state.close()
       return { drained }
     }

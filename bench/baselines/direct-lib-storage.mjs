@@ -18,18 +18,14 @@
 // through /proc/self/clear_refs); `lag` its own event loop's delay over them
 // (monitorEventLoopDelay, 10 ms resolution, as prom-client's in the gateway).
 // @aws-sdk/* resolve from the repository's node_modules (the gateway's own).
-import { createReadStream, statSync, readFileSync, writeFileSync } from 'node:fs'
+import { createReadStream, writeFileSync } from 'node:fs'
 import { monitorEventLoopDelay } from 'node:perf_hooks'
-import { randomBytes } from 'node:crypto'
 import { S3Client, HeadBucketCommand, CreateBucketCommand } from '@aws-sdk/client-s3'
 import { Upload } from '@aws-sdk/lib-storage'
+import { uploadConfig, secondsSince, timeUploads } from '../lib/upload-script.mjs'
+import { memory } from '../lib/sampler.mjs'
 
-const cfg = JSON.parse(process.argv[2] ?? '{}')
-for (const k of ['endpoint', 'bucket', 'file', 'concurrency', 'partSize', 'queueSize']) if (cfg[k] === undefined) throw new Error(`direct-lib-storage: missing ${k}`)
-const size = statSync(cfg.file).size
-if (cfg.size !== undefined && cfg.size !== size) throw new Error(`direct-lib-storage: ${cfg.file} has ${size} bytes, expected ${cfg.size}`)
-const timeoutMs = cfg.timeoutMs ?? 300000
-const runId = cfg.runId ?? randomBytes(4).toString('hex')
+const { cfg, size, timeoutMs, runId } = uploadConfig('direct-lib-storage', ['endpoint', 'bucket', 'file', 'concurrency', 'partSize', 'queueSize'])
 
 const client = new S3Client({ region: cfg.region ?? 'us-east-1', forcePathStyle: true, endpoint: cfg.endpoint })
 try {
@@ -51,18 +47,12 @@ async function put (key, file, t0) {
   const timer = setTimeout(() => { upload.abort().catch(() => {}) }, timeoutMs)
   try {
     const done = await upload.done()
-    return { seconds: Number(process.hrtime.bigint() - t0) / 1e9, etag: done.ETag }
+    return { seconds: secondsSince(t0), etag: done.ETag }
   } catch (err) {
-    return { seconds: Number(process.hrtime.bigint() - t0) / 1e9, error: err.message }
+    return { seconds: secondsSince(t0), error: err.message }
   } finally {
     clearTimeout(timer)
   }
-}
-
-function status () {
-  const text = readFileSync('/proc/self/status', 'utf8')
-  const kb = name => Number(new RegExp(`^${name}:\\s+(\\d+) kB`, 'm').exec(text)?.[1]) * 1024
-  return { rss: kb('VmRSS'), hwm: kb('VmHWM') }
 }
 
 if (cfg.warmupFile) {
@@ -72,24 +62,14 @@ if (cfg.warmupFile) {
 
 let hwmReset = false
 try { writeFileSync('/proc/self/clear_refs', '5'); hwmReset = true } catch {}
-const rssAtStart = status().rss
+const rssAtStart = memory('self').rss
 const lagHistogram = monitorEventLoopDelay({ resolution: 10 })
 lagHistogram.enable()
-const cpu0 = process.cpuUsage()
-const t0 = process.hrtime.bigint()
-const uploads = await Promise.all(Array.from({ length: cfg.concurrency }, (_, i) => put(`direct/${runId}/${i}.mp4`, cfg.file, t0)))
-const seconds = Number(process.hrtime.bigint() - t0) / 1e9
-const cpu = process.cpuUsage(cpu0)
+const timing = await timeUploads(cfg.concurrency, size, (i, t0) => put(`direct/${runId}/${i}.mp4`, cfg.file, t0))
 lagHistogram.disable()
-const bytes = size * cfg.concurrency
-const s = status()
 process.stdout.write(JSON.stringify({
-  seconds,
-  bytes,
-  mbPerSec: bytes / seconds / 1e6,
-  uploads,
-  cpuSeconds: (cpu.user + cpu.system) / 1e6,
-  peakRssBytes: hwmReset ? s.hwm : undefined,
+  ...timing,
+  peakRssBytes: hwmReset ? memory('self').hwm : undefined,
   rssAtStartBytes: rssAtStart,
   lag: {
     min: lagHistogram.min / 1e9,

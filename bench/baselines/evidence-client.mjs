@@ -16,41 +16,17 @@
 // Prints one JSON line on stdout: { seconds, bytes, mbPerSec, uploads: [{ status,
 // body, seconds, error }], cpuSeconds, lag, lagBefore, requestOverheadBytes }; exits 0
 // unless it could not run at all (bad arguments, /metrics unreachable).
-import { createReadStream, statSync } from 'node:fs'
+import { createReadStream } from 'node:fs'
 import { request as httpRequest } from 'node:http'
-import { randomBytes } from 'node:crypto'
 import { basename } from 'node:path'
+import { envelope, evidenceParts } from '../lib/evidence-body.mjs'
+import { uploadConfig, secondsSince, timeUploads } from '../lib/upload-script.mjs'
 
-const cfg = JSON.parse(process.argv[2] ?? '{}')
-for (const k of ['url', 'token', 'file', 'concurrency']) if (cfg[k] === undefined) throw new Error(`evidence-client: missing ${k}`)
-const size = statSync(cfg.file).size
-if (cfg.size !== undefined && cfg.size !== size) throw new Error(`evidence-client: ${cfg.file} has ${size} bytes, expected ${cfg.size}`)
-const timeoutMs = cfg.timeoutMs ?? 300000
-const runId = cfg.runId ?? randomBytes(4).toString('hex')
+const { cfg, size, timeoutMs, runId } = uploadConfig('evidence-client', ['url', 'token', 'file', 'concurrency'])
 const base = new URL(cfg.url)
 
 /** The multipart body around the file: envelope part, then the media part's header; the closing boundary after the file. */
-function multipart (i) {
-  const boundary = `----evidence-bench-${randomBytes(12).toString('hex')}`
-  const envelope = JSON.stringify({
-    schema_version: '1.0',
-    event_type: 'warehouse.restricted_zone.person',
-    event_id: `bench-${runId}-${i}`,
-    occurred_at: '2026-11-22T08:00:00Z',
-    subject: { device_id: 'cam-1' }
-  })
-  const head = Buffer.from(
-    `--${boundary}\r\n` +
-    'Content-Disposition: form-data; name="envelope"\r\n' +
-    'Content-Type: application/json\r\n\r\n' +
-    `${envelope}\r\n` +
-    `--${boundary}\r\n` +
-    `Content-Disposition: form-data; name="media"; filename="${basename(cfg.file, '.bin')}-${i}.mp4"\r\n` +
-    'Content-Type: video/mp4\r\n\r\n'
-  )
-  const tail = Buffer.from(`\r\n--${boundary}--\r\n`)
-  return { boundary, head, tail, length: head.length + size + tail.length }
-}
+const multipart = i => evidenceParts(envelope(`bench-${runId}-${i}`), `${basename(cfg.file, '.bin')}-${i}.mp4`, size)
 
 /** One upload; resolves (never rejects) to { status, body, seconds, error }. */
 function upload (i, t0) {
@@ -62,7 +38,7 @@ function upload (i, t0) {
       if (settled) return
       settled = true
       clearTimeout(timer)
-      resolve({ ...out, seconds: Number(process.hrtime.bigint() - t0) / 1e9, requestBytes: mp.length })
+      resolve({ ...out, seconds: secondsSince(t0), requestBytes: mp.length })
     }
     const req = httpRequest({
       host: base.hostname,
@@ -72,7 +48,7 @@ function upload (i, t0) {
       agent: false, // a connection of its own per upload
       headers: {
         authorization: `Bearer ${cfg.token}`,
-        'content-type': `multipart/form-data; boundary=${mp.boundary}`,
+        'content-type': mp.contentType,
         'content-length': String(mp.length)
       }
     }, res => {
@@ -108,19 +84,10 @@ async function scrape () {
 }
 
 const lagBefore = cfg.metrics ? await scrape() : undefined
-const cpu0 = process.cpuUsage()
-const t0 = process.hrtime.bigint()
-const uploads = await Promise.all(Array.from({ length: cfg.concurrency }, (_, i) => upload(i, t0)))
-const seconds = Number(process.hrtime.bigint() - t0) / 1e9
-const cpu = process.cpuUsage(cpu0)
+const timing = await timeUploads(cfg.concurrency, size, upload)
 const lag = cfg.metrics ? await scrape() : undefined
-const bytes = size * cfg.concurrency
 process.stdout.write(JSON.stringify({
-  seconds,
-  bytes,
-  mbPerSec: bytes / seconds / 1e6,
-  uploads,
-  cpuSeconds: (cpu.user + cpu.system) / 1e6,
+  ...timing,
   lag,
   lagBefore,
   requestOverheadBytes: multipart(0).length - size,

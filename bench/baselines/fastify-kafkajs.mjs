@@ -38,7 +38,7 @@ import { Ajv } from 'ajv'
 import addFormats from 'ajv-formats'
 import { importSPKI, jwtVerify } from 'jose'
 import { assetTrackingSchema } from '../../dist/telemetry/schema.js'
-import { isIsoDateTimeWithZone } from '../../dist/http/formats.js'
+import { isIsoDateTimeWithZone } from '../../dist/validation/formats.js'
 
 const env = process.env
 const host = env.HOST ?? '127.0.0.1'

@@ -1,9 +1,9 @@
 // Load generator of the `runs` scenario (not a baseline: it lives here beside
 // the scenario's baselines). One process, pinned by the scenario to the load
 // CPU. Starts runs with POST /runs:start (node:http, keep-alive) and reads
-// their event streams over raw `net` sockets (HTTP/1.1 by hand, chunked
-// transfer decoding, SSE parsing): a few hundred bytes of JS state per
-// subscriber, so ten thousand of them fit in one process.
+// their event streams over raw sockets (bench/lib/sse-subscriber.mjs): a few
+// hundred bytes of JS state per subscriber, so ten thousand of them fit in
+// one process.
 //
 // Usage: node runs-client.mjs '<json>'; `mode` is one of
 //
@@ -34,19 +34,18 @@
 //
 // Prints one JSON line on stdout; progress on stderr. Exits 0 unless it could
 // not run at all.
-import net from 'node:net'
 import http from 'node:http'
-import { readFileSync } from 'node:fs'
-import { StringDecoder } from 'node:string_decoder'
 import { monitorEventLoopDelay } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
+import { Subscriber as RawSubscriber, now } from '../lib/sse-subscriber.mjs'
+import { Histogram, summarize as stats, median } from '../lib/stats.mjs'
+import { memory } from '../lib/sampler.mjs'
 
 const cfg = JSON.parse(process.argv[2] ?? '{}')
 const host = cfg.host ?? '127.0.0.1'
 const port = cfg.port
 if (!port) throw new Error('runs-client: missing port')
 const log = line => process.stderr.write(`runs-client: ${line}\n`)
-const now = () => performance.timeOrigin + performance.now()
 
 // --- control requests ----------------------------------------------------------
 
@@ -71,152 +70,17 @@ function call (method, path, body) {
   })
 }
 
-// --- one SSE subscriber on a raw socket ----------------------------------------
-
-const CRLF2 = Buffer.from('\r\n\r\n')
-const CRLF = Buffer.from('\r\n')
-
-/**
- * GET /runs/{id}/stream on its own connection. Calls onOpen(t) at the
- * `: stream open` comment, onEvent(ev, t) per event, onEnd() at the end of
- * the chunked body or when the socket closes (`ended` tells which).
- */
-class Subscriber {
-  constructor (runId, { onOpen, onEvent, onEnd } = {}) {
-    this.runId = runId
-    this.onOpen = onOpen
-    this.onEvent = onEvent
-    this.onEndCb = onEnd
-    this.state = 'head'
-    this.pending = Buffer.alloc(0)
-    this.chunkLeft = 0
-    this.decoder = new StringDecoder('utf8')
-    this.text = ''
-    this.status = undefined
-    this.openAt = undefined
-    this.ended = false // the server ended the body (chunk of size 0)
-    this.closed = false
-    this.error = undefined
-    this.events = 0
-    this.steps = 0
-    this.sentAt = now()
-    const s = this.socket = net.connect({ host, port })
-    s.setNoDelay(true)
-    s.on('connect', () => {
-      this.sentAt = now()
-      s.write(`GET /runs/${encodeURIComponent(runId)}/stream HTTP/1.1\r\nHost: ${host}:${port}\r\nAccept: text/event-stream\r\n\r\n`)
-    })
-    s.on('data', buf => this.feed(buf, now()))
-    s.on('error', err => { this.error ??= err.code ?? err.message })
-    s.on('close', () => { this.closed = true; this.finish() })
-  }
-
-  finish () {
-    if (this.done) return
-    this.done = true
-    this.onEndCb?.(this)
-  }
-
-  close () {
-    this.socket.destroy()
-  }
-
-  feed (buf, t) {
-    this.pending = this.pending.length ? Buffer.concat([this.pending, buf]) : buf
-    for (;;) {
-      if (this.state === 'head') {
-        const i = this.pending.indexOf(CRLF2)
-        if (i < 0) return
-        const head = this.pending.subarray(0, i).toString('latin1')
-        this.pending = this.pending.subarray(i + 4)
-        this.status = Number(/^HTTP\/1\.[01] (\d{3})/.exec(head)?.[1])
-        const chunked = /\r\ntransfer-encoding:\s*chunked/i.test(head)
-        if (this.status !== 200 || !chunked) {
-          this.error ??= this.status !== 200 ? `HTTP ${this.status}` : 'not chunked'
-          this.state = 'dead'
-          this.socket.destroy()
-          return
-        }
-        this.state = 'size'
-      } else if (this.state === 'size') {
-        const i = this.pending.indexOf(CRLF)
-        if (i < 0) return
-        const size = parseInt(this.pending.subarray(0, i).toString('latin1'), 16)
-        this.pending = this.pending.subarray(i + 2)
-        if (size === 0) {
-          this.ended = true
-          this.state = 'dead'
-          this.socket.destroy() // uWS keeps the connection alive after the body
-          return
-        }
-        this.chunkLeft = size
-        this.state = 'data'
-      } else if (this.state === 'data') {
-        if (this.pending.length < this.chunkLeft + 2) {
-          // Hand over what is there (minus a possible partial CRLF) to keep the buffer small.
-          const n = Math.min(this.pending.length, this.chunkLeft)
-          if (n > 0 && n === this.pending.length) {
-            this.sse(this.decoder.write(this.pending), t)
-            this.chunkLeft -= n
-            this.pending = Buffer.alloc(0)
-          }
-          return
-        }
-        this.sse(this.decoder.write(this.pending.subarray(0, this.chunkLeft)), t)
-        this.pending = this.pending.subarray(this.chunkLeft + 2)
-        this.chunkLeft = 0
-        this.state = 'size'
-      } else {
-        return
-      }
-    }
-  }
-
-  sse (text, t) {
-    this.text += text
-    let i
-    while ((i = this.text.indexOf('\n\n')) >= 0) {
-      const block = this.text.slice(0, i)
-      this.text = this.text.slice(i + 2)
-      let id, event, data
-      for (const line of block.split('\n')) {
-        if (line.startsWith(':')) {
-          if (line.startsWith(': stream open') && this.openAt === undefined) { this.openAt = t; this.onOpen?.(this, t) }
-          continue
-        }
-        const c = line.indexOf(':')
-        const field = c < 0 ? line : line.slice(0, c)
-        const value = c < 0 ? '' : line.slice(c + 1).replace(/^ /, '')
-        if (field === 'id') id = Number(value)
-        else if (field === 'event') event = value
-        else if (field === 'data') data = data === undefined ? value : `${data}\n${value}`
-      }
-      if (event !== undefined || data !== undefined) {
-        this.events++
-        if (event === 'echo.step') this.steps++
-        this.onEvent?.(this, { id, event: event ?? 'message', data }, t)
-      }
-    }
-  }
+/** A stream of run `runId` on this client's server. */
+class Subscriber extends RawSubscriber {
+  constructor (runId, callbacks) { super(runId, { host, port, ...callbacks }) }
 }
 
 // --- figures ---------------------------------------------------------------------
 
-function stats (values) {
-  const v = [...values].sort((a, b) => a - b)
-  const q = p => (v.length ? v[Math.min(v.length - 1, Math.max(0, Math.ceil(p / 100 * v.length) - 1))] : undefined)
-  const r = x => (x === undefined ? undefined : Math.round(x * 1000) / 1000)
-  return { n: v.length, p50: r(q(50)), p90: r(q(90)), p99: r(q(99)), p999: r(q(99.9)), max: r(v.at(-1)), avg: r(v.length ? v.reduce((a, b) => a + b, 0) / v.length : undefined) }
-}
-
-function rssOf (pid) {
-  try { return Number(/^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))[1]) * 1024 } catch { return undefined }
-}
 async function medianRss (pid) {
   const xs = []
-  for (let i = 0; i < 5; i++) { const r = rssOf(pid); if (r !== undefined) xs.push(r); await sleep(100) }
-  xs.sort((a, b) => a - b)
-  return xs[Math.floor(xs.length / 2)]
+  for (let i = 0; i < 5; i++) { const r = memory(pid)?.rss; if (r !== undefined) xs.push(r); await sleep(100) }
+  return median(xs)
 }
 
 async function pool (items, n, fn) {
@@ -225,39 +89,6 @@ async function pool (items, n, fn) {
 }
 
 const loop = monitorEventLoopDelay({ resolution: 1 })
-
-/** Millions of samples without a growing array: 0.05 ms buckets up to 2 s, the rest in the last one. */
-class Histogram {
-  constructor (bucketMs = 0.05, maxMs = 2000) {
-    this.bucketMs = bucketMs
-    this.counts = new Float64Array(Math.ceil(maxMs / bucketMs) + 1)
-    this.n = 0
-    this.sum = 0
-    this.max = 0
-  }
-
-  push (v) {
-    this.counts[Math.min(this.counts.length - 1, Math.max(0, Math.floor(v / this.bucketMs)))]++
-    this.n++
-    this.sum += v
-    if (v > this.max) this.max = v
-  }
-
-  stats () {
-    const q = p => {
-      if (!this.n) return undefined
-      const want = Math.max(1, Math.ceil(p / 100 * this.n))
-      let seen = 0
-      for (let i = 0; i < this.counts.length; i++) {
-        seen += this.counts[i]
-        if (seen >= want) return Math.round((i + 0.5) * this.bucketMs * 1000) / 1000
-      }
-      return this.max
-    }
-    const r = x => (x === undefined ? undefined : Math.round(x * 1000) / 1000)
-    return { n: this.n, p50: q(50), p90: q(90), p99: q(99), p999: q(99.9), max: r(this.n ? this.max : undefined), avg: r(this.n ? this.sum / this.n : undefined) }
-  }
-}
 
 // --- delivery ---------------------------------------------------------------------
 

@@ -30,19 +30,13 @@
 // Listens on HOST:PORT (PORT 0: the kernel picks), prints
 // {"msg":"runs-uws listening","port":N,"mode":...} on stdout, exits 0 on
 // SIGTERM/SIGINT (after the LMDB writes in flight are committed).
-import { createRequire } from 'node:module'
 import { randomUUID } from 'node:crypto'
 import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
+import { loadUws, listen, readJson } from '../lib/uws.mjs'
 
-const require = createRequire(import.meta.url)
-const uWS = require('uWebSockets.js')
-
-if (typeof uWS.getParts !== 'function') {
-  process.stderr.write('runs-uws: uWebSockets.js loaded its Node.js emulation, not the native binary; refusing to start\n')
-  process.exit(1)
-}
+const uWS = loadUws('runs-uws')
 
 const MODES = ['bare', 'lmdb-put', 'lmdb-run', 'memory']
 const mode = process.env.MODE ?? 'bare'
@@ -50,8 +44,6 @@ if (!MODES.includes(mode)) {
   process.stderr.write(`runs-uws: MODE must be one of ${MODES.join(', ')}, got ${mode}\n`)
   process.exit(2)
 }
-const host = process.env.HOST ?? '127.0.0.1'
-const port = Number(process.env.PORT ?? 0)
 const TOPIC = 'harness.runs.v1'
 
 // The gateway's LMDB environment (src/state/lmdb.ts) and databases (src/runs/store.ts, src/bus/local.ts).
@@ -100,22 +92,6 @@ const newRecord = message => ({
   error: null,
   last_event_id: 0
 })
-
-/** Reads the whole body, then calls `done(parsed | undefined)`; nothing after an abort. */
-function readJson (res, done) {
-  let chunks = []
-  let aborted = false
-  res.onAborted(() => { aborted = true })
-  res.onData((chunk, isLast) => {
-    chunks.push(Buffer.copyBytesFrom(new Uint8Array(chunk)))
-    if (!isLast || aborted) return
-    const body = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks)
-    chunks = []
-    let parsed
-    try { parsed = JSON.parse(body.toString('utf8')) } catch {}
-    done(parsed, () => aborted)
-  })
-}
 
 // --- lmdb-run: the echo run's writes, in the gateway's order -----------------
 
@@ -271,9 +247,8 @@ function memoryStream (res, run, after) {
 // --- routing ------------------------------------------------------------------
 
 const RUN_PATH = /^\/runs\/([^/]+)(\/stream|\/cancel)?$/
-let listenSocket
 
-uWS.App().any('/*', (res, req) => {
+const app = uWS.App().any('/*', (res, req) => {
   const method = req.getCaseSensitiveMethod()
   const url = req.getUrl()
   if (method === 'POST' && url === '/runs:start') {
@@ -307,24 +282,16 @@ uWS.App().any('/*', (res, req) => {
   if (method === 'GET' && url === '/health') return send(res, '200 OK', '{"status":"ok"}')
   res.onAborted(() => {})
   send(res, '404 Not Found', '{"error":"not_found"}')
-}).listen(host, port, socket => {
-  if (!socket) {
-    process.stderr.write(`runs-uws: cannot listen on ${host}:${port}\n`)
-    process.exit(1)
-  }
-  listenSocket = socket
-  process.stdout.write(JSON.stringify({ msg: 'runs-uws listening', port: uWS.us_socket_local_port(socket), mode, pid: process.pid }) + '\n')
 })
 
-for (const signal of ['SIGTERM', 'SIGINT']) {
-  process.on(signal, async () => {
-    if (listenSocket) uWS.us_listen_socket_close(listenSocket)
-    // Let the writes in flight commit, so the database can be read afterwards.
+listen(uWS, app, 'runs-uws', {
+  extra: { mode },
+  // Let the writes in flight commit, so the database can be read afterwards.
+  async beforeExit () {
     for (let i = 0; i < 200 && (pendingWrites > 0 || bus.queue.length > 0 || bus.inFlight); i++) {
       if (!bus.inFlight && bus.queue.length) busFlush()
       await sleep(25)
     }
     if (state) await state.close()
-    process.exit(0)
-  })
-}
+  }
+})

@@ -5,8 +5,11 @@
 import { join } from 'node:path'
 import { mkdirSync } from 'node:fs'
 import { runWrk } from './wrk.mjs'
-import { sampleProcess, sampleSystem } from './sampler.mjs'
+import { sampleProcess, sampleWhile, othersCpu } from './sampler.mjs'
 import { tempDir, removeTempDir } from './procs.mjs'
+import { notQuiet } from './verdicts.mjs'
+
+const nowUs = () => Number(process.hrtime.bigint() / 1000n)
 
 export function createContext (scenario, settings, { log, warn }) {
   const tmpDir = tempDir(`bench-${scenario.name}-`)
@@ -51,6 +54,32 @@ export function createContext (scenario, settings, { log, warn }) {
       removeTempDir(tmpDir)
     },
 
+    /**
+     * Starts `target`, runs `fn(server)`, flags `row` when the server died
+     * meanwhile, stops it, then calls `afterStop(server)` (servers flush their
+     * logs on shutdown: read them there). A failure becomes the row's error;
+     * the server is stopped in every case. Resolves to `row`.
+     */
+    async withServer (target, row, fn, afterStop) {
+      let server
+      try {
+        server = await ctx.start(target)
+        await fn(server)
+        if (!server.alive()) row.problems.push(`server died during the run (code ${server.child.exitCode}, signal ${server.child.signalCode})`)
+        const stopped = server
+        server = undefined
+        await ctx.stop(stopped)
+        afterStop?.(stopped)
+      } catch (err) {
+        warn(`${target.label}: ${err.message}`)
+        row.error = err.message
+        row.problems.push(err.message)
+      } finally {
+        if (server) await ctx.stop(server).catch(err => warn(`${target.label}: stop failed: ${err.message}`))
+      }
+      return row
+    },
+
     /** Raw wrk run with the settings' defaults; `opts` may override any. */
     wrk (opts) {
       return runWrk({
@@ -90,8 +119,8 @@ export function createContext (scenario, settings, { log, warn }) {
      * probe, warm-up (settings.warmup s, figures discarded), then the
      * measured run (settings.duration s) with the server's RSS and CPU and
      * wrk's CPU sampled. Resolves to a result row; `problems` lists whatever
-     * makes the figures untrustworthy (non-2xx, socket errors, a failed probe,
-     * a server that died) and the table flags such rows.
+     * makes the figures untrustworthy (non-2xx, socket errors, a failed probe)
+     * and the table flags such rows.
      *
      * opts: `warmup` / `duration` seconds, `wrk` (overrides for both wrk runs,
      * e.g. { connections }), `companions` ([{ label, pid }]: processes the
@@ -116,40 +145,27 @@ export function createContext (scenario, settings, { log, warn }) {
 
       const duration = opts.duration ?? settings.duration
       log(`  ${server.label}: measuring ${duration} s`)
-      const sampler = ctx.sample(server.pid)
       const companions = (opts.companions ?? []).filter(c => c.pid)
-      for (const c of companions) sampler.watch(c.pid)
-      const system = sampleSystem()
-      const windowStartUs = Number(process.hrtime.bigint() / 1000n)
+      const windowStartUs = nowUs()
       let wrkPid
-      let w
-      let s
-      try {
-        w = await ctx.wrk({ url: server.url, request, duration, ...opts.wrk, onStart: pid => { wrkPid = pid; sampler.watch(pid) } })
-      } finally {
-        s = sampler.stop() // stops the polling timer even when wrk fails
-      }
-      const sys = system.stop()
-      for (const p of profiles) if (p.label === server.label) p.windows.push({ startUs: windowStartUs, endUs: Number(process.hrtime.bigint() / 1000n) })
-      const alive = server.child.exitCode === null && server.child.signalCode === null
+      const { value: w, proc: s, system: sys } = await sampleWhile(server.pid, companions, watch =>
+        ctx.wrk({ url: server.url, request, duration, ...opts.wrk, onStart: pid => { wrkPid = pid; watch(pid) } }))
+      for (const p of profiles) if (p.label === server.label) p.windows.push({ startUs: windowStartUs, endUs: nowUs() })
 
       if (w.non2xx3xx > 0) problems.push(`${w.non2xx3xx} non-2xx/3xx responses (${(100 * w.non2xx3xx / Math.max(1, w.requests)).toFixed(1)}% of ${w.requests})`)
       if (w.socketErrorCount > 0) {
         const e = w.socketErrors
         problems.push(`socket errors: connect ${e.connect}, read ${e.read}, write ${e.write}, timeout ${e.timeout}`)
       }
-      if (!alive) problems.push(`server died during the run (code ${server.child.exitCode}, signal ${server.child.signalCode})`)
       const wrkCpu = wrkPid === undefined ? undefined : s.otherCpuFraction[wrkPid]
       const companionCpu = Object.fromEntries(companions.map(c => [c.label, s.otherCpuFraction[c.pid]]))
-      const companionsTotal = Object.values(companionCpu).reduce((a, b) => a + (b ?? 0), 0)
       // CPU that neither the server, wrk, the runner nor a companion used: other processes competing.
-      const othersCpu = sys && s.cpuFraction !== undefined
-        ? Math.max(0, sys.busyCores - s.cpuFraction - (wrkCpu ?? 0) - sys.runnerCores - companionsTotal)
-        : undefined
-      if (othersCpu !== undefined && othersCpu > settings.busyThreshold) {
-        notes.push(`other processes used ${Math.round(othersCpu * 100)}% of a core during the run` +
-          (ctx.serverCpu !== undefined && sys.perCpuBusy[ctx.serverCpu] !== undefined ? ` (server's CPU${ctx.serverCpu} ${Math.round(sys.perCpuBusy[ctx.serverCpu] * 100)}% busy, server itself ${Math.round(s.cpuFraction * 100)}%)` : '') +
-          ': the machine was not quiet, figures are low and noisy; run again when it is idle')
+      const others = s.cpuFraction === undefined ? undefined : othersCpu(sys, s.cpuFraction, wrkCpu, ...Object.values(companionCpu))
+      if (others > settings.busyThreshold) {
+        const serverCore = ctx.serverCpu !== undefined && sys.perCpuBusy[ctx.serverCpu] !== undefined
+          ? ` (server's CPU${ctx.serverCpu} ${Math.round(sys.perCpuBusy[ctx.serverCpu] * 100)}% busy, server itself ${Math.round(s.cpuFraction * 100)}%)`
+          : ''
+        notes.push(notQuiet(others, ` during the run${serverCore}`))
       }
       if (wrkCpu !== undefined && s.cpuFraction !== undefined && wrkCpu > 0.9 && s.cpuFraction < 0.9) {
         notes.push(`wrk used ${Math.round(wrkCpu * 100)}% of its core and the server ${Math.round(s.cpuFraction * 100)}%: the generator, not the server, may be the limit`)
@@ -171,7 +187,7 @@ export function createContext (scenario, settings, { log, warn }) {
         serverCpuSeconds: s.cpuSeconds,
         wrkCpu,
         companionCpu: companions.length ? companionCpu : undefined,
-        othersCpu,
+        othersCpu: others,
         system: sys,
         probe,
         warmup,
@@ -190,19 +206,13 @@ export async function runDeclarative (scenario, ctx) {
   for (const target of scenario.targets) {
     if (ctx.settings.targets.length > 0 && !ctx.settings.targets.includes(target.label)) continue
     ctx.log(`${scenario.name} / ${target.label}`)
-    let server
-    try {
-      server = await ctx.start(target)
+    const row = { label: target.label, baseline: target.kind === 'baseline' || undefined, problems: [], notes: [] }
+    rows.push(await ctx.withServer(target, row, async server => {
       const spec = target.request ?? scenario.request
       const request = typeof spec === 'function' ? await spec(server, ctx) : spec
-      rows.push({ ...(await ctx.measure(server, request)), baseline: target.kind === 'baseline' || undefined })
-    } catch (err) {
-      ctx.warn(`${target.label}: ${err.message}`)
-      rows.push({ label: target.label, error: err.message, problems: [err.message] })
-    } finally {
-      if (server) await ctx.stop(server).catch(err => ctx.warn(`${target.label}: stop failed: ${err.message}`))
-    }
+      const m = await ctx.measure(server, request)
+      Object.assign(row, m, { label: row.label, problems: [...row.problems, ...m.problems] })
+    }))
   }
   return { rows }
 }
-

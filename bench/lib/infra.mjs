@@ -6,8 +6,10 @@
 import { spawn, spawnSync } from 'node:child_process'
 import { existsSync, readFileSync, rmSync } from 'node:fs'
 import { join, dirname } from 'node:path'
-import { pinned, track, atExit, tempDir, removeTempDir, interrupted } from './procs.mjs'
-import { REPO_DIR, ensureBaselineDeps } from './targets.mjs'
+import { track, atExit, tempDir, removeTempDir, interrupted } from './procs.mjs'
+import { runChild } from './child.mjs'
+import { ensureBaselineDeps } from './targets.mjs'
+import { BENCH_DIR, REPO_DIR } from './paths.mjs'
 
 const SCRIPT = join(REPO_DIR, 'scripts', 'infra.sh')
 
@@ -50,27 +52,9 @@ export async function startInfra ({ cpu, log, timeoutMs = 15 * 60 * 1000 }) {
   }
   const unregister = atExit(downSync)
 
-  const [cmd, args] = pinned(cpu, 'bash', [SCRIPT, 'up'])
   log(`  starting Kafka: GATEWAY_INFRA_RUN=${runDir} ${cpu === undefined ? '' : `taskset -c ${cpu} `}scripts/infra.sh up`)
-  const out = await new Promise((resolve, reject) => {
-    const child = track(spawn(cmd, args, { cwd: REPO_DIR, env, stdio: ['ignore', 'pipe', 'pipe'] }))
-    let stdout = ''
-    let errTail = []
-    child.stdout.setEncoding('utf8').on('data', d => { stdout += d })
-    let partial = ''
-    child.stderr.setEncoding('utf8').on('data', d => {
-      const lines = (partial + d).split('\n')
-      partial = lines.pop()
-      for (const line of lines) { log(`    ${line}`); errTail = [...errTail.slice(-20), line] }
-    })
-    const watchdog = setTimeout(() => { child.kill('SIGKILL') }, timeoutMs)
-    child.once('error', e => { clearTimeout(watchdog); reject(new Error(`cannot run infra.sh: ${e.message}`)) })
-    child.once('close', (code, signal) => {
-      clearTimeout(watchdog)
-      if (code === 0) resolve(stdout)
-      else reject(new Error(`scripts/infra.sh up exited with ${code ?? signal}:\n${errTail.join('\n')}`))
-    })
-  }).catch(err => { downSync(); unregister(); throw err })
+  const out = await runChild({ label: 'scripts/infra.sh up', cmd: 'bash', args: [SCRIPT, 'up'], env, cpu, timeoutMs, onStderrLine: line => log(`    ${line}`) })
+    .then(r => r.stdout, err => { downSync(); unregister(); throw err })
 
   const vars = Object.fromEntries(out.split('\n').map(l => /^([A-Z0-9_]+)=(.*)$/.exec(l.trim())).filter(Boolean).map(m => [m[1], m[2]]))
   if (!vars.KAFKA_BROKERS) { downSync(); unregister(); throw new Error(`scripts/infra.sh up printed no KAFKA_BROKERS:\n${out}`) }
@@ -86,6 +70,11 @@ export async function startInfra ({ cpu, log, timeoutMs = 15 * 60 * 1000 }) {
     cpu,
     kafkaPid,
     minioPid,
+    /** `infra.sh down-kafka`: stops the broker, keeps MinIO; returns what went wrong, if anything. */
+    stopKafka () {
+      const r = spawnSync('bash', [SCRIPT, 'down-kafka'], { env, stdio: ['ignore', 'ignore', 'pipe'], encoding: 'utf8', timeout: 45000 })
+      return r.status === 0 ? undefined : `infra.sh down-kafka exited with ${r.status ?? r.signal}: ${r.stderr?.trim()}`
+    },
     /**
      * `infra.sh down` (Kafka: TERM, KILL after 15 s); the exit hook stays
      * until it is done. Once interrupted, the exit hook does it instead.
@@ -120,22 +109,8 @@ export async function startInfra ({ cpu, log, timeoutMs = 15 * 60 * 1000 }) {
 export async function warmKafka ({ brokers, seconds, cpu, bodyFile, log }) {
   ensureBaselineDeps(log)
   log(`  warming Kafka up for ${seconds} s (bench/baselines/kafka-warmup.mjs${cpu === undefined ? '' : ` on CPU${cpu}`})`)
-  const [cmd, args] = pinned(cpu, process.execPath, [join(REPO_DIR, 'bench', 'baselines', 'kafka-warmup.mjs')])
   const env = { ...process.env, KAFKA_BROKERS: brokers, WARMUP_SECONDS: String(seconds), BODY_FILE: bodyFile }
-  const out = await new Promise((resolve, reject) => {
-    const child = track(spawn(cmd, args, { cwd: REPO_DIR, env, stdio: ['ignore', 'pipe', 'pipe'] }))
-    let stdout = ''
-    let stderr = ''
-    child.stdout.setEncoding('utf8').on('data', d => { stdout += d })
-    child.stderr.setEncoding('utf8').on('data', d => { stderr = (stderr + d).slice(-4000) })
-    const watchdog = setTimeout(() => child.kill('SIGKILL'), (seconds + 60) * 1000)
-    child.once('error', e => { clearTimeout(watchdog); reject(new Error(`cannot run kafka-warmup.mjs: ${e.message}`)) })
-    child.once('close', (code, signal) => {
-      clearTimeout(watchdog)
-      if (code === 0) resolve(stdout)
-      else reject(new Error(`kafka-warmup.mjs exited with ${code ?? signal}: ${stderr.trim()}`))
-    })
-  })
+  const { stdout: out } = await runChild({ label: 'kafka-warmup.mjs', cmd: process.execPath, args: [join(BENCH_DIR, 'baselines', 'kafka-warmup.mjs')], env, cpu, timeoutMs: (seconds + 60) * 1000 })
   const lines = out.split('\n').filter(Boolean).map(l => { try { return JSON.parse(l) } catch { return undefined } }).filter(Boolean)
   const perSecond = lines.filter(l => l.s !== undefined).map(l => l.sends)
   const done = lines.find(l => l.msg === 'kafka warm-up done') ?? {}

@@ -61,3 +61,13 @@ export function accessLogStats (file, from = 0, to = undefined) {
 export function formatStatuses (statuses) {
   return Object.entries(statuses).sort(([a], [b]) => a.localeCompare(b)).map(([s, n]) => `${s}×${n}`).join(', ')
 }
+
+/** The statuses of `statuses` not in `allowed` (e.g. ['200', '499']), as an object like statuses. */
+export function unexpectedStatuses (statuses, allowed) {
+  return Object.fromEntries(Object.entries(statuses).filter(([s]) => !allowed.includes(s)))
+}
+
+/** "12× msg | 3× msg" for the most frequent warn/error lines of accessLogStats. */
+export function formatProblems (problems, most = 5) {
+  return problems.slice(0, most).map(p => `${p.count}× ${p.msg}`).join(' | ')
+}

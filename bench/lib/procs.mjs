@@ -106,6 +106,18 @@ export function pinned (cpu, cmd, args) {
   return cpu === undefined || cpu === null ? [cmd, args] : ['taskset', ['-c', String(cpu), cmd, ...args]]
 }
 
+/** [cmd, args] run through `sh -c 'ulimit -n N (or the hard limit); exec ...'`: for processes holding thousands of sockets. */
+export function withNofile (nofile, cmd, args) {
+  return ['sh', ['-c', `ulimit -n ${nofile} 2>/dev/null || ulimit -n "$(ulimit -Hn)"; exec "$0" "$@"`, cmd, ...args]]
+}
+
+/** The hard open-files limit (Infinity when unlimited), or undefined if unknown. */
+export function hardNofile () {
+  const r = spawnSync('sh', ['-c', 'ulimit -Hn'], { encoding: 'utf8' })
+  const v = r.stdout?.trim()
+  return v === 'unlimited' ? Infinity : Number(v) || undefined
+}
+
 /** Moves the runner itself (all threads) onto a CPU, so it stays off the server's. */
 export function pinSelf (cpu) {
   spawnSync('taskset', ['-a', '-p', '-c', String(cpu), String(process.pid)], { stdio: 'ignore' })
@@ -124,7 +136,7 @@ function tail (file, lines = 30) {
  * runner spends no CPU reading it), then polls stdout for the line `ready`
  * recognises (it returns the port, or undefined).
  *
- * Resolves to { label, pid, port, url, child, logFile, errFile, stop() }.
+ * Resolves to { label, pid, port, url, child, logFile, errFile, stop(), alive() }.
  */
 export async function startServer ({ label, cmd, args, env, cwd, cpu, dir, ready, readyHttp, timeoutMs = 30000 }) {
   const logFile = join(dir, `${label}.stdout.log`)
@@ -187,7 +199,8 @@ export async function startServer ({ label, cmd, args, env, cwd, cpu, dir, ready
     return stopped
   }
 
-  return { label, pid: child.pid, port, url: `http://127.0.0.1:${port}`, child, logFile, errFile, stop, logTail: () => tail(logFile), errTail: () => tail(errFile) }
+  const alive = () => child.exitCode === null && child.signalCode === null
+  return { label, pid: child.pid, port, url: `http://127.0.0.1:${port}`, child, logFile, errFile, stop, alive, logTail: () => tail(logFile), errTail: () => tail(errFile) }
 }
 
 /** A port free right now on 127.0.0.1 (the kernel's pick), for servers that cannot report theirs. */
@@ -202,15 +215,14 @@ export function freePort () {
   })
 }
 
-/** `ready` matcher for a JSON log line `{"msg":"<...>listening","port":N}`. */
-export function listeningLine (msg) {
+/** `ready` matcher for a JSON log line `{"msg":"<...>listening","<field>":N}` (field `port` unless said). */
+export function listeningLine (msg, field = 'port') {
   return line => {
     if (!line.includes('listening')) return undefined
     try {
       const o = JSON.parse(line)
-      if ((msg === undefined ? /listening/.test(o.msg ?? '') : o.msg === msg) && Number.isInteger(o.port) && o.port > 0) return o.port
+      if ((msg === undefined ? /listening/.test(o.msg ?? '') : o.msg === msg) && Number.isInteger(o[field]) && o[field] > 0) return o[field]
     } catch {}
     return undefined
   }
 }
-

@@ -3,18 +3,12 @@ import { cpus, totalmem, release, availableParallelism, hostname } from 'node:os
 import { readFileSync, mkdirSync, writeFileSync } from 'node:fs'
 import { execFileSync } from 'node:child_process'
 import { join } from 'node:path'
-import { REPO_DIR } from './targets.mjs'
+import { REPO_DIR } from './paths.mjs'
 import { wrkVersion } from './wrk.mjs'
+import { fmt } from './format.mjs'
+import { statusOf } from './verdicts.mjs'
 
-const MiB = 1024 * 1024
-const fixed = (digits) => v => (v === undefined || v === null || Number.isNaN(v) ? '-' : v.toFixed(digits))
-export const fmt = {
-  int: v => (v === undefined || v === null ? '-' : String(Math.round(v))),
-  ms: fixed(2),
-  mib: v => (v === undefined || v === null ? '-' : `${Math.round(v / MiB)} MiB`),
-  pct: v => (v === undefined || v === null ? '-' : `${Math.round(v * 100)}%`),
-  ratio: v => (v === undefined || v === null ? '-' : `${v.toFixed(2)}×`)
-}
+export const STATUS_COLUMN = { title: 'status', get: statusOf, align: 'left' }
 
 /** Columns of a wrk-based scenario; a scenario with its own run() may return others. */
 export const WRK_COLUMNS = [
@@ -27,7 +21,7 @@ export const WRK_COLUMNS = [
   { title: 'wrk CPU', get: r => fmt.pct(r.wrkCpu) },
   { title: 'other CPU', get: r => fmt.pct(r.othersCpu) },
   { title: 'vs baseline', get: r => fmt.ratio(r.vsBaseline) },
-  { title: 'status', get: r => (r.error ? 'FAILED' : r.problems?.length ? 'FLAGGED' : 'ok'), align: 'left' }
+  STATUS_COLUMN
 ]
 
 export function table (columns, rows) {
@@ -67,10 +61,15 @@ export function machine () {
   return machineInfo
 }
 
-/** bench/results/<scenario>-<ISO timestamp with ':' as '-'>.json */
-export function writeResult (dir, scenarioName, startedAt, data) {
+/** bench/results/<scenario>-<ISO timestamp with ':' as '-'>.<ext> */
+export function resultFile (dir, scenarioName, startedAt, ext) {
   mkdirSync(dir, { recursive: true })
-  const file = join(dir, `${scenarioName}-${startedAt.toISOString().replace(/:/g, '-')}.json`)
+  return join(dir, `${scenarioName}-${startedAt.toISOString().replace(/:/g, '-')}.${ext}`)
+}
+
+/** Writes `data` as JSON to resultFile(...); returns the file. */
+export function writeResult (dir, scenarioName, startedAt, data) {
+  const file = resultFile(dir, scenarioName, startedAt, 'json')
   writeFileSync(file, JSON.stringify(data, null, 2) + '\n')
   return file
 }

@@ -133,3 +133,35 @@ export function sampleSystem () {
     }
   }
 }
+
+/**
+ * CPU (in cores) that none of `ours` (cores used by the measured processes)
+ * nor the runner used during a sampleSystem() window: other processes
+ * competing with the measurement.
+ */
+export function othersCpu (system, ...ours) {
+  return system ? Math.max(0, system.busyCores - system.runnerCores - ours.reduce((a, b) => a + (b ?? 0), 0)) : undefined
+}
+
+/**
+ * Samples `pid` (peak RSS, CPU), its `companions` ([{ label, pid }]: a
+ * broker, an object store) and the whole machine while `fn(watch)` runs;
+ * `watch(pid)` adds a process started meanwhile (the load generator).
+ * Resolves to { value, proc, system }: fn's result, sampleProcess's and
+ * sampleSystem's figures. The samplers stop even when fn throws.
+ */
+export async function sampleWhile (pid, companions, fn) {
+  const sampler = sampleProcess(pid)
+  for (const c of companions) if (c.pid) sampler.watch(c.pid)
+  const sys = sampleSystem()
+  let proc
+  let system
+  let value
+  try {
+    value = await fn(other => sampler.watch(other))
+  } finally {
+    proc = sampler.stop()
+    system = sys.stop()
+  }
+  return { value, proc, system }
+}

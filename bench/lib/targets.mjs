@@ -1,14 +1,13 @@
 // The servers a scenario can measure. Each factory returns a target
-// { label, start(ctx) → server } where server is { url, pid, stop(), ... }
+// { label, kind, start(ctx) → server } where server is { url, pid, stop(), ... }
 // (see startServer in procs.mjs). ctx supplies the CPU pin and a temp dir.
 import { existsSync, readdirSync, statSync } from 'node:fs'
 import { spawnSync } from 'node:child_process'
-import { join, dirname } from 'node:path'
-import { fileURLToPath } from 'node:url'
-import { startServer, listeningLine, tempDir, freePort } from './procs.mjs'
+import { join } from 'node:path'
+import { startServer, listeningLine, tempDir, freePort, withNofile } from './procs.mjs'
+import { BENCH_DIR, REPO_DIR } from './paths.mjs'
 
-export const BENCH_DIR = dirname(dirname(fileURLToPath(import.meta.url)))
-export const REPO_DIR = dirname(BENCH_DIR)
+const BASELINES_DIR = join(BENCH_DIR, 'baselines')
 
 function newestMtime (dir, ext) {
   let newest = 0
@@ -37,48 +36,70 @@ export function checkBuild (warn) {
 }
 
 /**
+ * A node process serving on 127.0.0.1, pinned to the server CPU, with
+ * BENCH_CPU_PROF's flags for its label; `nofile`: the open-files limit it
+ * asks for (ulimit -n). The runner's environment is inherited, `env` on top.
+ */
+function startNode (ctx, { label, args, env, nofile, ready, readyHttp, timeoutMs }) {
+  const node = [process.execPath, [...ctx.nodeArgsFor(label), ...args]]
+  const [cmd, cmdArgs] = nofile === undefined ? node : withNofile(nofile, ...node)
+  return startServer({ label, cmd, args: cmdArgs, cwd: REPO_DIR, cpu: ctx.serverCpu, dir: ctx.tmpDir, env: { ...process.env, HOST: '127.0.0.1', ...env }, ready, readyHttp, timeoutMs })
+}
+
+const resolveEnv = (spec, ...args) => (typeof spec === 'function' ? spec(...args) : spec)
+
+/**
  * The gateway from dist/ (`node bin/gateway.js start`), on ports chosen by
  * the kernel, a fresh DATA_DIR, LOG_LEVEL from the settings (info by
- * default, as in production). `env` adds or overrides variables; it may be
- * a function `async (ctx, dataDir) → env` for set-up that needs files (a
- * clients file in ctx.tmpDir) or a known port (freePort() for HARNESS_PORT).
- * The runner's own environment is inherited, so gateway variables set in the
- * shell (BUS, STORAGE...) apply too. The server object also carries
- * `dataDir` and `env` (the overrides used).
+ * default, as in production) unless `logLevel` says otherwise. `env` adds or
+ * overrides variables; it may be a function `async (ctx, dataDir) → env` for
+ * set-up that needs files (a clients file in ctx.tmpDir). Gateway variables
+ * set in the shell (BUS, STORAGE...) apply too. `listenOn: 'harnessPort'`
+ * for a gateway whose only listener is the harness (ROLES=harness). The
+ * server object also carries `dataDir`, `env` (the overrides used) and
+ * `logLevel`.
  */
-export function gateway ({ label = 'gateway', env: envSpec = {}, nodeArgs = [] } = {}) {
+export function gateway ({ label = 'gateway', env: envSpec = {}, nodeArgs = [], logLevel, nofile, listenOn = 'port' } = {}) {
   return {
     label,
     kind: 'gateway',
     async start (ctx) {
       checkBuild(ctx.warn)
       const dataDir = tempDir('bench-gateway-data-')
-      const env = typeof envSpec === 'function' ? await envSpec(ctx, dataDir) : envSpec
-      const args = [...ctx.nodeArgsFor(label), ...nodeArgs, join(REPO_DIR, 'bin', 'gateway.js'), 'start']
+      const env = await resolveEnv(envSpec, ctx, dataDir)
+      const level = env.LOG_LEVEL ?? logLevel ?? ctx.settings.logLevel
       // "gateway listening" is an info line; below info, pick the port here and poll /health.
-      const level = env.LOG_LEVEL ?? ctx.settings.logLevel
       const logsListening = ['info', 'debug', 'trace'].includes(level)
       const port = logsListening ? 0 : await freePort()
-      const server = await startServer({
+      const ports = listenOn === 'harnessPort' ? { PORT: '0', HARNESS_PORT: String(port) } : { PORT: String(port), HARNESS_PORT: '0' }
+      const server = await startNode(ctx, {
         label,
-        cmd: process.execPath,
-        args,
-        cwd: REPO_DIR,
-        cpu: ctx.serverCpu,
-        dir: ctx.tmpDir,
-        env: {
-          ...process.env,
-          HOST: '127.0.0.1',
-          PORT: String(port),
-          HARNESS_PORT: '0',
-          DATA_DIR: dataDir,
-          LOG_LEVEL: level,
-          ...env
-        },
-        ready: listeningLine('gateway listening'),
+        args: [...nodeArgs, join(REPO_DIR, 'bin', 'gateway.js'), 'start'],
+        nofile,
+        env: { ...ports, DATA_DIR: dataDir, LOG_LEVEL: level, ...env },
+        ready: listeningLine('gateway listening', listenOn),
         readyHttp: logsListening ? undefined : { port, path: '/health' }
       })
-      return { ...server, dataDir, env }
+      return { ...server, dataDir, env, logLevel: level }
+    }
+  }
+}
+
+/**
+ * A baseline server, bench/baselines/<script>, on a port the kernel picks
+ * (PORT=0), ready at its `{"msg":"... listening","port":N}` line. `env` may
+ * be a function `async ctx → env`; `before(ctx)` runs first (a build check,
+ * an install). The server object also carries `env`.
+ */
+export function baseline ({ label, script, env: envSpec = {}, nofile, ready = listeningLine(), timeoutMs, before }) {
+  return {
+    label,
+    kind: 'baseline',
+    async start (ctx) {
+      await before?.(ctx)
+      const env = await resolveEnv(envSpec, ctx)
+      const server = await startNode(ctx, { label, args: [join(BASELINES_DIR, script)], env: { PORT: '0', ...env }, nofile, ready, timeoutMs })
+      return { ...server, env }
     }
   }
 }
@@ -88,26 +109,7 @@ export function gateway ({ label = 'gateway', env: envSpec = {}, nodeArgs = [] }
  * nothing else; `script` names another bare uWS baseline in bench/baselines/
  * (bare-uws-json.mjs: a JSON POST parsed and answered).
  */
-export function bareUws ({ label = 'bare-uws', script = 'bare-uws.mjs' } = {}) {
-  return {
-    label,
-    kind: 'baseline',
-    start (ctx) {
-      return startServer({
-        label,
-        cmd: process.execPath,
-        args: [...ctx.nodeArgsFor(label), join(BENCH_DIR, 'baselines', script)],
-        cwd: REPO_DIR,
-        cpu: ctx.serverCpu,
-        dir: ctx.tmpDir,
-        env: { ...process.env, HOST: '127.0.0.1', PORT: '0' },
-        ready: listeningLine()
-      })
-    }
-  }
-}
-
-const BASELINES_DIR = join(BENCH_DIR, 'baselines')
+export const bareUws = ({ label = 'bare-uws', script = 'bare-uws.mjs' } = {}) => baseline({ label, script })
 
 /**
  * Installs the baselines' own dependencies (bench/baselines/package.json,
@@ -131,24 +133,15 @@ export function ensureBaselineDeps (log) {
  * object) carries KAFKA_BROKERS, JWT_PUBLIC_KEY_FILE, JWT_ISSUER...
  */
 export function fastifyKafkajs ({ label = 'fastify-kafkajs', env: envSpec = {} } = {}) {
-  return {
+  return baseline({
     label,
-    kind: 'baseline',
-    async start (ctx) {
+    script: 'fastify-kafkajs.mjs',
+    env: async ctx => ({ LOG_LEVEL: ctx.settings.logLevel, ...await resolveEnv(envSpec, ctx) }),
+    ready: listeningLine('fastify-kafkajs listening'),
+    timeoutMs: 60000,
+    before: ctx => {
       checkBuild(ctx.warn) // it imports the gateway's schema from dist/
       ensureBaselineDeps(ctx.log)
-      const env = typeof envSpec === 'function' ? await envSpec(ctx) : envSpec
-      return startServer({
-        label,
-        cmd: process.execPath,
-        args: [...ctx.nodeArgsFor(label), join(BASELINES_DIR, 'fastify-kafkajs.mjs')],
-        cwd: REPO_DIR,
-        cpu: ctx.serverCpu,
-        dir: ctx.tmpDir,
-        env: { ...process.env, HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: ctx.settings.logLevel, ...env },
-        ready: listeningLine('fastify-kafkajs listening'),
-        timeoutMs: 60000
-      })
     }
-  }
+  })
 }

@@ -16,44 +16,32 @@
 // server under test keeps its core to itself; see bench/README.md.
 import { generateKeyPairSync, createSign, randomUUID } from 'node:crypto'
 import { readFileSync, writeFileSync } from 'node:fs'
-import { availableParallelism } from 'node:os'
 import { join } from 'node:path'
-import { gateway, bareUws, fastifyKafkajs, REPO_DIR } from '../lib/targets.mjs'
+import { gateway, bareUws, fastifyKafkajs } from '../lib/targets.mjs'
 import { startInfra, warmKafka } from '../lib/infra.mjs'
 import { luaScript, pacedLua, parsePaced } from '../lib/wrk.mjs'
-import { WRK_COLUMNS, fmt } from '../lib/report.mjs'
-import { logSize, accessLogStats, formatStatuses } from '../lib/logs.mjs'
+import { WRK_COLUMNS } from '../lib/report.mjs'
+import { fmt } from '../lib/format.mjs'
+import { logSize, accessLogStats, formatStatuses, formatProblems, unexpectedStatuses } from '../lib/logs.mjs'
 import { interrupted } from '../lib/procs.mjs'
 import { AUDIENCE, CLIENT, login } from '../lib/login.mjs'
+import { numberEnv, companionCpu } from '../lib/env.mjs'
+import { boundKind, boundNote, cpuShares, littlesLaw, loadCoreBusy, verdict } from '../lib/verdicts.mjs'
+import { REPO_DIR } from '../lib/paths.mjs'
 
 const FIXTURE = 'test/fixtures/asset-track.json'
 const BODY = readFileSync(join(REPO_DIR, FIXTURE)) // sent as is, byte for byte
 const PATH = '/v1/asset/track'
 const ISSUER = 'http://127.0.0.1:8080/' // the gateway's AUTH_ISSUER default; the fastify baseline checks the same
+const KAFKA_TARGETS = ['fastify-kafkajs', 'gateway-kafka']
 
 // The issue's targets (for the bench, not the tests).
 const TARGETS = { kafkaReqPerSec: 25000, vsBare: 0.5, vsFastify: 1.5, pacedP99Ms: 20 }
 
-function numberEnv (name, def, ok) {
-  const raw = process.env[name]
-  if (raw === undefined || raw.trim() === '') return def
-  const n = Number(raw)
-  if (!ok(n)) throw new Error(`${name}: bad value ${JSON.stringify(raw)}`)
-  return n
-}
-
 function knobs (settings) {
-  // Where Kafka (and the idle MinIO infra.sh starts with it) runs: by default the
-  // load generator's CPU, so the server's core is its own. `all`: every CPU.
-  const raw = (process.env.BENCH_KAFKA_CPU ?? '').trim()
-  let kafkaCpu
-  if (raw === 'all') kafkaCpu = `0-${availableParallelism() - 1}`
-  else if (raw !== '') kafkaCpu = raw
-  else kafkaCpu = settings.pin ? String(settings.wrkCpu) : undefined
-  // Unpinned runner: children inherit no affinity, so "all" needs no taskset.
-  if (!settings.pin && raw === 'all') kafkaCpu = undefined
   return {
-    kafkaCpu,
+    // Where Kafka (and the idle MinIO infra.sh starts with it) runs.
+    kafkaCpu: companionCpu('BENCH_KAFKA_CPU', settings),
     pacedLoad: numberEnv('BENCH_PACED_LOAD', 0.7, n => n > 0 && n <= 1),
     pacedConnections: numberEnv('BENCH_PACED_CONNECTIONS', 300, n => Number.isInteger(n) && n >= 1),
     // Seconds of load on the fresh broker before any target is measured (its JIT).
@@ -87,32 +75,59 @@ function request (token) {
   }
 }
 
-
-const pct = v => (v === undefined || v === null || Number.isNaN(v) ? '?' : `${Math.round(v * 100)}%`)
-
 /** A sentence on what limits a closed-loop row, from the CPU figures. */
-function boundNote (r, ctx, connections) {
+function bound (r, ctx, connections) {
   if (r.serverCpu === undefined || !r.reqPerSec) return undefined
   const kafka = r.companionCpu?.kafka
-  const loadCpu = ctx.wrkCpu === undefined ? undefined : r.system?.perCpuBusy?.[ctx.wrkCpu]
-  const where = ctx.serverCpu === undefined
-    ? `server ${pct(r.serverCpu)} of a core, wrk ${pct(r.wrkCpu)}${kafka === undefined ? '' : `, Kafka ${pct(kafka)}`} (not pinned)`
-    : `server ${pct(r.serverCpu)} of CPU${ctx.serverCpu}; CPU${ctx.wrkCpu} ${pct(loadCpu)} busy (wrk ${pct(r.wrkCpu)}${kafka === undefined ? '' : `, Kafka ${pct(kafka)}`})`
-  if (r.othersCpu > ctx.settings.busyThreshold) return `bound: unclear, other processes took ${pct(r.othersCpu)} of a core during the run (${where})`
-  const loadBusy = loadCpu !== undefined && loadCpu >= 0.9
-  if (r.serverCpu >= 0.9 && loadBusy) {
-    return `bound: both cores are saturated (${where}): the server's figure is a lower bound` +
-      (kafka !== undefined && kafka >= 0.2 ? ', the broker sharing the load core with wrk is a limit too' : '')
+  const kind = boundKind({ serverCpu: r.serverCpu, loadCpu: loadCoreBusy(r, ctx), othersCpu: r.othersCpu }, ctx.settings.busyThreshold)
+  const shares = cpuShares(ctx, r, { loads: [['wrk', r.wrkCpu], ['Kafka', kafka]] })
+  const brokerToo = kafka >= 0.2 ? '; the broker shares the load core with wrk: with Kafka on a core of its own the figure could be higher' : ''
+  const more = {
+    busy: '',
+    both: `: the server's figure is a lower bound${brokerToo}`,
+    server: '; more req/s needs less work per request',
+    load: brokerToo,
+    waiting: `: ${littlesLaw(connections, r.reqPerSec)}` +
+      (r.label.includes('kafka') ? ', largely waiting for the broker\'s acks=all acknowledgment' : r.label === 'gateway-local' ? ', largely waiting for the LMDB commit of its batch' : '') +
+      '; more connections (BENCH_CONNECTIONS) would show the CPU ceiling'
   }
-  if (r.serverCpu >= 0.9) return `bound: CPU of the server (${where}); more req/s needs less work per request`
-  if (loadBusy) {
-    return `bound: the load side's core (${where}) is saturated, the server is not: this figure is a lower bound for the server` +
-      (kafka !== undefined && kafka >= 0.2 ? ` (the broker shares that core with wrk: with Kafka on its own core it could be higher)` : '')
+  return boundNote(kind, r, shares, more[kind])
+}
+
+/** The fixed-rate run right after a closed-loop one, on the same server: `load` × its req/s. */
+async function pacedRun (ctx, server, req, row, k, companions) {
+  const { settings } = ctx
+  const rate = Math.max(1, Math.round(row.reqPerSec * k.pacedLoad))
+  const pacedReq = { ...req, lua: luaScript({ method: req.method, body: req.body }) + pacedLua({ ratePerThread: rate / settings.threads }) }
+  ctx.log(`  ${row.label}: paced at ${rate} req/s (${Math.round(k.pacedLoad * 100)}% of ${Math.round(row.reqPerSec)}), ${k.pacedConnections} connections`)
+  const paced = await ctx.measure(server, pacedReq, { companions, wrk: { connections: Math.max(k.pacedConnections, settings.threads) } })
+  paced.label = `${row.label}@${Math.round(k.pacedLoad * 100)}%`
+  paced.paced = { targetReqPerSec: rate, load: k.pacedLoad, of: row.reqPerSec, connections: k.pacedConnections, ...parsePaced(paced.wrk?.output) }
+  const p = paced.paced
+  paced.notes.push(`fixed rate ${p.targetReqPerSec} req/s (${Math.round(p.load * 100)}% of ${Math.round(p.of)}) over ${p.connections} connections with wrk's delay() hook: ` +
+    `${Math.round(paced.reqPerSec)} req/s done, server ${fmt.pct(paced.serverCpu)} of its core` +
+    (p.sends === undefined ? '; no pacing report from wrk' : `; ${p.late} of ${p.sends} sends late by > ${p.lateMs} ms (max ${p.maxLagMs.toFixed(1)} ms)`))
+  if (paced.reqPerSec < 0.95 * p.targetReqPerSec) paced.notes.push(`did not hold the rate (${Math.round(paced.reqPerSec)} of ${p.targetReqPerSec} req/s): the server fell behind, its latencies are optimistic`)
+  else if (p.sends !== undefined && p.late > 0.01 * p.sends) paced.notes.push('more than 1% of sends were late (no free connection): latencies leave that wait out; raise BENCH_PACED_CONNECTIONS')
+  return paced
+}
+
+/**
+ * Status counts of a row's stretch of the access log, noted when anything
+ * but 200 shows up. wrk closes its connections with requests in flight when
+ * it stops: the server logs those as 499 (client gone), at most one per
+ * connection per wrk run.
+ */
+function accessLogNote (r, settings) {
+  const stats = r.accessLog
+  const runs = settings.warmup > 0 ? 2 : 1
+  const conns = r.paced ? r.paced.connections : settings.connections
+  stats.expected499 = runs * conns
+  const others = unexpectedStatuses(stats.statuses, ['200', '499'])
+  if (Object.keys(others).length > 0 || (stats.statuses['499'] ?? 0) > stats.expected499 || stats.problems.length > 0) {
+    r.notes.push(`access log (${r.paced ? 'paced run' : 'probe, warm-up and measured run'}): ${formatStatuses(stats.statuses)}` +
+      (stats.problems.length ? `; warn/error lines: ${formatProblems(stats.problems)}` : ''))
   }
-  const inFlightMs = connections / r.reqPerSec * 1000
-  const waitingFor = r.label.includes('kafka') ? ', largely waiting for the broker\'s acks=all acknowledgment' : r.label === 'gateway-local' ? ', largely waiting for the LMDB commit of its batch' : ''
-  return `bound: waiting, not CPU (${where}): ${connections} requests in flight at ${Math.round(r.reqPerSec)} req/s means ${inFlightMs.toFixed(2)} ms each (Little's law)${waitingFor}; ` +
-    'more connections (BENCH_CONNECTIONS) would show the CPU ceiling'
 }
 
 export default {
@@ -121,7 +136,7 @@ export default {
   baseline: 'bare-uws-json',
   headline (settings) {
     const k = knobs(settings)
-    const kafka = settings.targets.length > 0 && !settings.targets.some(t => ['fastify-kafkajs', 'gateway-kafka'].includes(t))
+    const kafka = settings.targets.length > 0 && !settings.targets.some(t => KAFKA_TARGETS.includes(t))
       ? 'no Kafka'
       : `Kafka ${k.kafkaCpu === undefined ? 'not pinned' : `on CPU${k.kafkaCpu}`}`
     return `POST ${PATH} with ${FIXTURE} (${BODY.length} B); ${kafka}`
@@ -142,7 +157,6 @@ export default {
     writeFileSync(publicKeyFile, publicKey.export({ type: 'spki', format: 'pem' }))
     const fastifyToken = signToken(privateKey, 'bench-key')
 
-    const KAFKA_TARGETS = ['fastify-kafkajs', 'gateway-kafka']
     let infra
     let infraError
     try {
@@ -156,22 +170,9 @@ export default {
           ctx.warn(infraError)
         }
       }
-      if (infra) {
-        if (k.kafkaWarmup > 0) {
-          const w = await warmKafka({ brokers: infra.brokers, seconds: k.kafkaWarmup, cpu: ctx.serverCpu, bodyFile: join(REPO_DIR, FIXTURE), log })
-          infra.warmup = w
-          const tail = w.perSecond.slice(-6, -1)
-          notes.push(`Kafka warmed up for ${k.kafkaWarmup} s before the first target (bench/baselines/kafka-warmup.mjs): sends/s went from ${w.perSecond[1] ?? '?'} in its 2nd second to ${tail.length ? Math.round(tail.reduce((a, b) => a + b, 0) / tail.length) : '?'} over its last seconds`)
-        } else {
-          notes.push('Kafka NOT warmed up (BENCH_KAFKA_WARMUP=0): the first Kafka target pays for the broker\'s JIT warm-up')
-        }
-        notes.push(`Kafka ${infra.env.INFRA_KAFKA_VERSION ?? ''} (KRaft, one broker+controller JVM, ${infra.brokers}) from scripts/infra.sh with its own run dir, ` +
-          `${k.kafkaCpu === undefined ? 'not pinned' : `pinned to CPU${k.kafkaCpu}`} (with MinIO, idle); ` +
-          'topics of 6 partitions, every record has the same key (asset_id) so all go to one partition')
-      }
+      if (infra) notes.push(...await kafkaNotes(ctx, infra, k))
       const companions = infra ? [{ label: 'kafka', pid: infra.kafkaPid }, { label: 'minio', pid: infra.minioPid }] : []
       const kafkaEnv = infra ? { BUS: 'kafka', KAFKA_BROKERS: infra.brokers } : {}
-
       const targets = [
         { target: bareUws({ label: 'bare-uws-json', script: 'bare-uws-json.mjs' }), request: async () => request('unused') },
         {
@@ -181,17 +182,16 @@ export default {
         },
         {
           target: gateway({ label: 'gateway-kafka', env: { ...kafkaEnv, AUTH_CLIENTS_FILE: clientsFile, AUTH_ISSUER: ISSUER } }),
-          request: async server => request(await login(server)),
+          request: async server => request(await login(server.url)),
           logStats: true,
           paced: true
         },
         {
           target: gateway({ label: 'gateway-local', env: { BUS: 'local', AUTH_CLIENTS_FILE: clientsFile, AUTH_ISSUER: ISSUER } }),
-          request: async server => request(await login(server)),
+          request: async server => request(await login(server.url)),
           logStats: true
         }
       ]
-
       for (const t of targets) {
         const label = t.target.label
         if (!want(label)) continue
@@ -200,101 +200,28 @@ export default {
           continue
         }
         log(`telemetry / ${label}`)
-        let server
-        try {
-          server = await ctx.start(t.target)
+        const row = { label, baseline: t.target.kind === 'baseline' || undefined, problems: [], notes: [] }
+        rows.push(row)
+        let paced
+        let at0
+        let at1
+        await ctx.withServer(t.target, row, async server => {
           const req = await t.request(server)
-          const at0 = logSize(server.logFile)
-          const row = await ctx.measure(server, req, { companions })
-          row.closedReqPerSec = row.reqPerSec
-          row.baseline = t.target.kind === 'baseline' || undefined
-          rows.push(row)
-          let paced
-          const at1 = logSize(server.logFile)
-          if (t.paced && row.reqPerSec > 0) {
-            const rate = Math.max(1, Math.round(row.reqPerSec * k.pacedLoad))
-            const pacedReq = { ...req, lua: luaScript({ method: req.method, body: req.body }) + pacedLua({ ratePerThread: rate / settings.threads }) }
-            log(`  ${label}: paced at ${rate} req/s (${Math.round(k.pacedLoad * 100)}% of ${Math.round(row.reqPerSec)}), ${k.pacedConnections} connections`)
-            paced = await ctx.measure(server, pacedReq, { companions, wrk: { connections: Math.max(k.pacedConnections, settings.threads) } })
-            paced.label = `${label}@${Math.round(k.pacedLoad * 100)}%`
-            paced.paced = { targetReqPerSec: rate, load: k.pacedLoad, of: row.reqPerSec, connections: k.pacedConnections, ...parsePaced(paced.wrk?.output) }
-            rows.push(paced)
-          }
-          const logFile = server.logFile
-          await ctx.stop(server)
-          server = undefined
-          if (t.logStats) {
-            // After the stop: the servers' logs are buffered and flushed on shutdown.
-            row.accessLog = accessLogStats(logFile, at0, paced ? at1 : undefined)
-            if (paced) paced.accessLog = accessLogStats(logFile, at1)
-          }
-        } catch (err) {
-          ctx.warn(`${label}: ${err.message}`)
-          rows.push({ label, error: err.message, problems: [err.message] })
-        } finally {
-          if (server) await ctx.stop(server).catch(err => ctx.warn(`${label}: stop failed: ${err.message}`))
-        }
+          at0 = logSize(server.logFile)
+          const m = await ctx.measure(server, req, { companions })
+          Object.assign(row, m, { label, problems: [...row.problems, ...m.problems], closedReqPerSec: m.reqPerSec })
+          at1 = logSize(server.logFile)
+          if (t.paced && row.reqPerSec > 0) rows.push(paced = await pacedRun(ctx, server, req, row, k, companions))
+        }, server => {
+          if (!t.logStats) return
+          row.accessLog = accessLogStats(server.logFile, at0, paced ? at1 : undefined)
+          if (paced) paced.accessLog = accessLogStats(server.logFile, at1)
+        })
       }
     } finally {
       await infra?.stop()
     }
-
-    // Ratios, bounds, status counts, targets.
-    const find = label => rows.find(r => r.label === label && r.closedReqPerSec !== undefined && !r.error)
-    const bare = find('bare-uws-json')
-    const fastify = find('fastify-kafkajs')
-    for (const r of rows) {
-      if (r.closedReqPerSec === undefined) continue
-      if (bare) r.vsBareUws = r.closedReqPerSec / bare.closedReqPerSec
-      if (fastify) r.vsFastify = r.closedReqPerSec / fastify.closedReqPerSec
-      const b = boundNote(r, ctx, settings.connections)
-      if (b) { r.bound = b; r.notes.push(b) }
-    }
-    for (const r of rows) {
-      const stats = r.accessLog
-      if (!stats || stats.requests === 0) continue
-      // wrk closes its connections with requests in flight when it stops: the
-      // server logs those as 499 (client gone), at most one per connection per wrk run.
-      const runs = settings.warmup > 0 ? 2 : 1
-      const conns = r.paced ? r.paced.connections : settings.connections
-      const gone = stats.statuses['499'] ?? 0
-      const others = Object.entries(stats.statuses).filter(([s]) => s !== '200' && s !== '499')
-      const what = r.paced ? 'paced run' : 'probe, warm-up and measured run'
-      stats.expected499 = runs * conns
-      if (others.length > 0 || gone > runs * conns || stats.problems.length > 0) {
-        r.notes.push(`access log (${what}): ${formatStatuses(stats.statuses)}` +
-          (stats.problems.length ? `; warn/error lines: ${stats.problems.slice(0, 5).map(p => `${p.count}× ${p.msg}`).join(' | ')}` : ''))
-      }
-    }
-    for (const r of rows) {
-      if (!r.paced) continue
-      const p = r.paced
-      r.notes.push(`fixed rate ${p.targetReqPerSec} req/s (${Math.round(p.load * 100)}% of ${Math.round(p.of)}) over ${p.connections} connections with wrk's delay() hook: ` +
-        `${Math.round(r.reqPerSec)} req/s done, server ${pct(r.serverCpu)} of its core` +
-        (p.sends === undefined ? '; no pacing report from wrk' : `; ${p.late} of ${p.sends} sends late by > ${p.lateMs} ms (max ${p.maxLagMs.toFixed(1)} ms)`))
-      if (r.reqPerSec < 0.95 * p.targetReqPerSec) r.notes.push(`did not hold the rate (${Math.round(r.reqPerSec)} of ${p.targetReqPerSec} req/s): the server fell behind, its latencies are optimistic`)
-      else if (p.sends !== undefined && p.late > 0.01 * p.sends) r.notes.push(`more than 1% of sends were late (no free connection): latencies leave that wait out; raise BENCH_PACED_CONNECTIONS`)
-    }
-
-    const gk = find('gateway-kafka')
-    const gkPaced = rows.find(r => r.paced && r.label.startsWith('gateway-kafka'))
-    const verdict = (ok, clean = true, ...rs) => {
-      const noisy = rs.filter(r => r.othersCpu > settings.busyThreshold)
-      return (ok ? (clean ? 'met' : 'met (but flagged)') : 'NOT met') +
-        (noisy.length ? ` (machine not quiet during ${noisy.map(r => r.label).join(', ')}: figures low and noisy)` : '')
-    }
-    const clean = r => !r.error && !(r.problems?.length)
-    if (gk) {
-      notes.push(`target ≥ ${TARGETS.kafkaReqPerSec} req/s on one core, Kafka acks=all: gateway-kafka ${Math.round(gk.reqPerSec)} req/s: ${verdict(gk.reqPerSec >= TARGETS.kafkaReqPerSec, clean(gk), gk)}`)
-      if (bare) notes.push(`target ≥ ${TARGETS.vsBare * 100}% of bare-uws-json: gateway-kafka ${fmt.ratio(gk.vsBareUws)}: ${verdict(gk.vsBareUws >= TARGETS.vsBare, clean(gk) && clean(bare), gk, bare)}`)
-      if (fastify) notes.push(`target ≥ ${TARGETS.vsFastify}× fastify-kafkajs: gateway-kafka ${fmt.ratio(gk.vsFastify)}: ${verdict(gk.vsFastify >= TARGETS.vsFastify, clean(gk) && clean(fastify), gk, fastify)}`)
-    }
-    if (gkPaced && !gkPaced.error) {
-      const p99 = gkPaced.latencyMs?.p99
-      notes.push(`target p99 ≤ ${TARGETS.pacedP99Ms} ms at ${Math.round(k.pacedLoad * 100)}% of peak: gateway-kafka p99 ${fmt.ms(p99)} ms at ${gkPaced.paced.targetReqPerSec} req/s: ` +
-        verdict(p99 !== undefined && p99 <= TARGETS.pacedP99Ms, clean(gkPaced), gkPaced))
-    }
-
+    notes.push(...readRows(rows, ctx, k))
     const columns = [...WRK_COLUMNS]
     columns.splice(columns.findIndex(c => c.title === 'wrk CPU') + 1, 0, { title: 'kafka CPU', get: r => fmt.pct(r.companionCpu?.kafka) })
     columns.splice(columns.findIndex(c => c.title === 'vs baseline'), 1,
@@ -302,4 +229,52 @@ export default {
       { title: 'vs fastify', get: r => fmt.ratio(r.vsFastify) })
     return { rows, columns, compareBy: 'closedReqPerSec', notes }
   }
+}
+
+/** Warms the fresh broker up (BENCH_KAFKA_WARMUP) and says how it went and where it runs. */
+async function kafkaNotes (ctx, infra, k) {
+  const notes = []
+  if (k.kafkaWarmup > 0) {
+    const w = await warmKafka({ brokers: infra.brokers, seconds: k.kafkaWarmup, cpu: ctx.serverCpu, bodyFile: join(REPO_DIR, FIXTURE), log: ctx.log })
+    infra.warmup = w
+    const tail = w.perSecond.slice(-6, -1)
+    notes.push(`Kafka warmed up for ${k.kafkaWarmup} s before the first target (bench/baselines/kafka-warmup.mjs): sends/s went from ${w.perSecond[1] ?? '?'} in its 2nd second to ${tail.length ? Math.round(tail.reduce((a, b) => a + b, 0) / tail.length) : '?'} over its last seconds`)
+  } else {
+    notes.push('Kafka NOT warmed up (BENCH_KAFKA_WARMUP=0): the first Kafka target pays for the broker\'s JIT warm-up')
+  }
+  notes.push(`Kafka ${infra.env.INFRA_KAFKA_VERSION ?? ''} (KRaft, one broker+controller JVM, ${infra.brokers}) from scripts/infra.sh with its own run dir, ` +
+    `${k.kafkaCpu === undefined ? 'not pinned' : `pinned to CPU${k.kafkaCpu}`} (with MinIO, idle); ` +
+    'topics of 6 partitions, every record has the same key (asset_id) so all go to one partition')
+  return notes
+}
+
+/** Ratios, bounds and status counts on the rows; the issue's targets as notes. */
+function readRows (rows, ctx, k) {
+  const { settings } = ctx
+  const find = label => rows.find(r => r.label === label && r.closedReqPerSec !== undefined && !r.error)
+  const bare = find('bare-uws-json')
+  const fastify = find('fastify-kafkajs')
+  for (const r of rows) {
+    if (r.closedReqPerSec === undefined) continue
+    if (bare) r.vsBareUws = r.closedReqPerSec / bare.closedReqPerSec
+    if (fastify) r.vsFastify = r.closedReqPerSec / fastify.closedReqPerSec
+    r.bound = bound(r, ctx, settings.connections)
+    if (r.bound) r.notes.push(r.bound)
+  }
+  for (const r of rows) if (r.accessLog?.requests) accessLogNote(r, settings)
+  const notes = []
+  const gk = find('gateway-kafka')
+  const gkPaced = rows.find(r => r.paced && r.label.startsWith('gateway-kafka'))
+  const v = (ok, ...rs) => verdict(ok, rs, settings.busyThreshold)
+  if (gk) {
+    notes.push(`target ≥ ${TARGETS.kafkaReqPerSec} req/s on one core, Kafka acks=all: gateway-kafka ${Math.round(gk.reqPerSec)} req/s: ${v(gk.reqPerSec >= TARGETS.kafkaReqPerSec, gk)}`)
+    if (bare) notes.push(`target ≥ ${TARGETS.vsBare * 100}% of bare-uws-json: gateway-kafka ${fmt.ratio(gk.vsBareUws)}: ${v(gk.vsBareUws >= TARGETS.vsBare, gk, bare)}`)
+    if (fastify) notes.push(`target ≥ ${TARGETS.vsFastify}× fastify-kafkajs: gateway-kafka ${fmt.ratio(gk.vsFastify)}: ${v(gk.vsFastify >= TARGETS.vsFastify, gk, fastify)}`)
+  }
+  if (gkPaced && !gkPaced.error) {
+    const p99 = gkPaced.latencyMs?.p99
+    notes.push(`target p99 ≤ ${TARGETS.pacedP99Ms} ms at ${Math.round(k.pacedLoad * 100)}% of peak: gateway-kafka p99 ${fmt.ms(p99)} ms at ${gkPaced.paced.targetReqPerSec} req/s: ` +
+      v(p99 !== undefined && p99 <= TARGETS.pacedP99Ms, gkPaced))
+  }
+  return notes
 }

@@ -2,7 +2,8 @@ import type { Database } from 'lmdb'
 import type { Logger } from 'pino'
 import { ConfigError, readJsonFile } from '../config/index.js'
 import type { StateStore } from '../state/index.js'
-import { hashSecret, isSecretHash, verifySecret } from './secrets.js'
+import { isStorageId, STORAGE_ID_RULE } from '../validation/index.js'
+import { isSecretHash } from './secrets.js'
 
 export interface Client {
   readonly client_id: string
@@ -33,42 +34,49 @@ const fileSchema = {
 type FileEntry = Omit<Client, 'client_secret_hash' | 'tenant'> & { client_secret?: string, client_secret_hash?: string, tenant?: string }
 
 /**
+ * Why a client's id or tenant cannot be used, or undefined. Both become
+ * object-key prefixes and idempotency keys, so both are storage identifiers
+ * (docs/identifiers.md); a client that could not log in usefully is refused
+ * where it is registered, not at its first upload.
+ */
+export function clientIdentityProblem (clientId: string, tenant: string = clientId): string | undefined {
+  if (!isStorageId(clientId)) return `client_id ${JSON.stringify(clientId)} ${STORAGE_ID_RULE}`
+  if (!isStorageId(tenant)) return `tenant ${JSON.stringify(tenant)} of client ${clientId} ${STORAGE_ID_RULE}`
+  return undefined
+}
+
+/**
  * Clients from AUTH_CLIENTS_FILE (read once at start) and from LMDB (written by
  * `gateway clients`, read on every login so a running service sees changes).
  */
 export class ClientRegistry {
   private readonly db: Database<Client, string>
   private readonly fromFile = new Map<string, Client>()
-  /** Hash checked when the client_id is unknown, so a miss costs what a hit costs. */
-  private decoy = ''
 
   constructor (state: StateStore) {
     this.db = state.openDB<Client, string>({ name: 'auth-clients' })
   }
 
-  async init (file: string | undefined, log: Logger): Promise<void> {
-    this.decoy = await hashSecret('decoy')
+  /** Reads AUTH_CLIENTS_FILE; a plain secret is hashed with `hash`. Fails start-up on any bad entry. */
+  async load (file: string | undefined, log: Logger, hash: (secret: string) => Promise<string>): Promise<void> {
     if (!file) return
     for (const e of readJsonFile<FileEntry[]>('AUTH_CLIENTS_FILE', file, fileSchema)) {
-      let hash = e.client_secret_hash
-      if (hash !== undefined && !isSecretHash(hash)) throw new ConfigError(`AUTH_CLIENTS_FILE ${file}: client ${e.client_id} has a malformed client_secret_hash`)
-      if (hash === undefined) {
+      const problem = clientIdentityProblem(e.client_id, e.tenant)
+      if (problem !== undefined) throw new ConfigError(`AUTH_CLIENTS_FILE ${file}: ${problem} (docs/identifiers.md)`)
+      let secretHash = e.client_secret_hash
+      if (secretHash !== undefined && !isSecretHash(secretHash)) throw new ConfigError(`AUTH_CLIENTS_FILE ${file}: client ${e.client_id} has a malformed client_secret_hash`)
+      if (secretHash === undefined) {
         log.warn({ client_id: e.client_id }, 'AUTH_CLIENTS_FILE holds a plain client_secret; use client_secret_hash outside development')
-        hash = await hashSecret(e.client_secret!)
+        secretHash = await hash(e.client_secret!)
       }
-      this.fromFile.set(e.client_id, { client_id: e.client_id, client_secret_hash: hash, audiences: e.audiences, scopes: e.scopes, tenant: e.tenant ?? e.client_id })
+      this.fromFile.set(e.client_id, { client_id: e.client_id, client_secret_hash: secretHash, audiences: e.audiences, scopes: e.scopes, tenant: e.tenant ?? e.client_id })
     }
   }
 
+  /** The client, or undefined; an id outside the grammar names no client (and is no LMDB key). */
   get (clientId: string): Client | undefined {
+    if (!isStorageId(clientId)) return undefined
     return this.db.get(clientId) ?? this.fromFile.get(clientId)
-  }
-
-  /** The client when the secret matches, else undefined; same work either way. */
-  async authenticate (clientId: string, secret: string): Promise<Client | undefined> {
-    const client = this.get(clientId)
-    const ok = await verifySecret(client?.client_secret_hash ?? this.decoy, secret)
-    return ok && client ? client : undefined
   }
 
   list (): Client[] {
@@ -78,12 +86,14 @@ export class ClientRegistry {
   }
 
   async put (client: Client): Promise<void> {
+    const problem = clientIdentityProblem(client.client_id, client.tenant)
+    if (problem !== undefined) throw new Error(problem)
     await this.db.put(client.client_id, client)
   }
 
   /** False when the client is not in LMDB (file clients are changed in their file). */
   async remove (clientId: string): Promise<boolean> {
-    if (this.db.get(clientId) === undefined) return false
+    if (!isStorageId(clientId) || this.db.get(clientId) === undefined) return false
     return this.db.remove(clientId)
   }
 }

@@ -8,9 +8,36 @@ export interface LoginRequest {
 }
 
 const FIELDS = ['client_id', 'client_secret', 'audience'] as const
+const JSON_TYPE = 'application/json'
+const FORM_TYPE = 'application/x-www-form-urlencoded'
+export const LOGIN_MEDIA_TYPES = `${JSON_TYPE}, ${FORM_TYPE}`
 
 /**
- * Checks a login body (JSON object, or form fields as OAuth clients send them).
+ * The login body by its Content-Type: JSON (the spec) or form fields (what
+ * OAuth 2.0 clients send, RFC 6749 §4.4.2). Anything else, or none, is 415
+ * `unsupported_media_type` with `Accept-Post`: a body is read only as what
+ * its sender says it is, and a client sending the wrong type learns that,
+ * not that its fields are missing. `json` parses the raw body as JSON.
+ */
+export function loginBody (contentType: string | undefined, raw: Buffer | undefined, json: () => unknown): unknown {
+  const type = contentType?.split(';')[0]!.trim().toLowerCase()
+  if (type === JSON_TYPE) return json()
+  if (type === FORM_TYPE) return formFields(raw?.toString('utf8') ?? '')
+  throw new GatewayError('unsupported_media_type', `Content-Type must be ${JSON_TYPE} or ${FORM_TYPE}`, { headers: { 'accept-post': LOGIN_MEDIA_TYPES } })
+}
+
+/** Form fields as an object; a field given twice is refused (RFC 6749 §3.2: parameters MUST NOT repeat). */
+function formFields (text: string): Record<string, string> {
+  const fields: Record<string, string> = Object.create(null)
+  for (const [name, value] of new URLSearchParams(text)) {
+    if (name in fields) throw new GatewayError('invalid_request', `${name} is given more than once`)
+    fields[name] = value
+  }
+  return fields
+}
+
+/**
+ * Checks a login body (an object: parsed JSON, or form fields).
  * grant_type is checked first, as OAuth 2.0 (RFC 6749 §5.2) reads it first;
  * then every other missing or malformed field is named in one answer.
  */

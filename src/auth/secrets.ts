@@ -1,9 +1,12 @@
-import { randomBytes, scrypt as scryptCb, timingSafeEqual, type ScryptOptions } from 'node:crypto'
+import { randomBytes, scrypt as scryptCb, scryptSync, timingSafeEqual, type ScryptOptions } from 'node:crypto'
+
+interface Cost { N: number, r: number, p: number }
 
 // Working memory 128·r·(N + p + 2) bytes; node's default cap (32 MiB) is just below what N = 2^15 needs.
-const scrypt = (secret: string, salt: Buffer, keylen: number, options: { N: number, r: number, p: number }): Promise<Buffer> =>
-  new Promise((resolve, reject) => scryptCb(secret, salt, keylen, { ...options, maxmem: 128 * options.r * (options.N + options.p + 2) + 65536 } satisfies ScryptOptions,
-    (err, key) => err ? reject(err) : resolve(key)))
+const withMaxmem = (cost: Cost): ScryptOptions => ({ ...cost, maxmem: 128 * cost.r * (cost.N + cost.p + 2) + 65536 })
+
+const scrypt = (secret: string, salt: Buffer, keylen: number, cost: Cost): Promise<Buffer> =>
+  new Promise((resolve, reject) => scryptCb(secret, salt, keylen, withMaxmem(cost), (err, key) => err ? reject(err) : resolve(key)))
 
 // 2^15 rather than the common 2^14: its 32 MiB of working memory is above
 // glibc's cap on the size malloc serves from its heaps, so every hash maps
@@ -20,10 +23,24 @@ export function generateSecret (): string {
   return randomBytes(32).toString('base64url')
 }
 
+/*
+ * Two forms of each: the async ones run on libuv's thread pool, which lmdb
+ * commits and file writes share, so only one-shot callers (the CLI) use them;
+ * the service hashes with the sync ones inside its own worker (scrypt-pool.ts).
+ */
+
 /** `scrypt$N$r$p$salt$hash`, the form the CLI prints and AUTH_CLIENTS_FILE takes. */
 export async function hashSecret (secret: string): Promise<string> {
   const salt = randomBytes(16)
-  const hash = await scrypt(secret, salt, KEYLEN, { N, r: R, p: P })
+  return format(salt, await scrypt(secret, salt, KEYLEN, { N, r: R, p: P }))
+}
+
+export function hashSecretSync (secret: string): string {
+  const salt = randomBytes(16)
+  return format(salt, scryptSync(secret, salt, KEYLEN, withMaxmem({ N, r: R, p: P })))
+}
+
+function format (salt: Buffer, hash: Buffer): string {
   return ['scrypt', N, R, P, salt.toString('base64url'), hash.toString('base64url')].join('$')
 }
 
@@ -44,5 +61,12 @@ export async function verifySecret (stored: string, secret: string): Promise<boo
   const h = parse(stored)
   if (!h) return false
   const derived = await scrypt(secret, h.salt, h.hash.length, { N: h.n, r: h.r, p: h.p })
+  return derived.length === h.hash.length && timingSafeEqual(derived, h.hash)
+}
+
+export function verifySecretSync (stored: string, secret: string): boolean {
+  const h = parse(stored)
+  if (!h) return false
+  const derived = scryptSync(secret, h.salt, h.hash.length, withMaxmem({ N: h.n, r: h.r, p: h.p }))
   return derived.length === h.hash.length && timingSafeEqual(derived, h.hash)
 }

@@ -3,10 +3,12 @@ import type { Config } from '../config/index.js'
 import { type Route, type RequestContext, type Reply } from '../http/index.js'
 import { GatewayError } from '../errors.js'
 import type { StateStore } from '../state/index.js'
+import { isStorageId } from '../validation/index.js'
 import { ClientRegistry } from './clients.js'
+import { Credentials } from './credentials.js'
 import { KeyStore } from './keys.js'
-import { parseLoginRequest } from './login-request.js'
-import { FailureLimiter } from './rate-limit.js'
+import { loginBody, parseLoginRequest } from './login-request.js'
+import { clientAddress, LoginThrottle } from './rate-limit.js'
 import { issueToken, TokenVerifier } from './tokens.js'
 
 const ROTATION_CHECK_MS = 60 * 60 * 1000
@@ -16,27 +18,32 @@ export class AuthService {
   readonly clients: ClientRegistry
   readonly keys: KeyStore
   readonly verifier: TokenVerifier
-  private readonly limiter: FailureLimiter
+  private readonly credentials: Credentials
+  private readonly throttle: LoginThrottle
+  private readonly addressHeader: string | undefined
   private rotationTimer: NodeJS.Timeout | undefined
 
   constructor (private readonly config: Config, state: StateStore, private readonly log: Logger) {
     this.clients = new ClientRegistry(state)
+    this.credentials = new Credentials(this.clients, { threads: config.authHashThreads, queue: config.authHashQueue, cacheTtlMs: config.authSecretCacheS * 1000 })
     this.keys = new KeyStore(state, { tokenTtlS: config.authTokenTtlS, rotationS: config.authKeyRotationS, signingKeyFile: config.authSigningKeyFile })
-    this.limiter = new FailureLimiter(config.authMaxFailures, config.authFailureWindowS * 1000)
+    this.throttle = new LoginThrottle({ perClient: config.authMaxFailures, perAddress: config.authAddressMaxFailures, windowMs: config.authFailureWindowS * 1000 })
+    this.addressHeader = config.authClientAddressHeader?.toLowerCase()
     const external = config.idpIssuer && config.idpJwksUrl ? { issuer: config.idpIssuer, jwksUrl: config.idpJwksUrl } : undefined
     this.verifier = new TokenVerifier(this.keys, { issuer: config.authIssuer, audiences: config.authAudience, external })
   }
 
   async start (): Promise<void> {
-    await this.clients.init(this.config.authClientsFile, this.log)
+    await this.credentials.start(this.config.authClientsFile, this.log)
     await this.keys.init()
     this.rotationTimer = setInterval(() => {
       this.keys.rotateIfDue().catch(err => this.log.error({ err }, 'signing key rotation failed'))
     }, ROTATION_CHECK_MS).unref()
   }
 
-  stop (): void {
+  async stop (): Promise<void> {
     clearInterval(this.rotationTimer)
+    await this.credentials.close()
   }
 
   routes (): Route[] {
@@ -47,20 +54,20 @@ export class AuthService {
   }
 
   private async login (ctx: RequestContext): Promise<Reply> {
-    const request = parseLoginRequest(ctx.json())
-    const clientKey = `client:${request.client_id}`
-    const addressKey = `addr:${ctx.remoteAddress}`
-    const wait = Math.max(this.limiter.retryAfter(clientKey), this.limiter.retryAfter(addressKey))
+    const request = parseLoginRequest(loginBody(ctx.headers['content-type'], ctx.rawBody, () => ctx.json()))
+    const address = clientAddress(ctx.remoteAddress, this.addressHeader === undefined ? undefined : ctx.headers[this.addressHeader])
+    // An id outside the grammar names no client: it is a failure without a hash, counted per address only.
+    const clientId = isStorageId(request.client_id) ? request.client_id : undefined
+    const wait = this.throttle.retryAfter(clientId, address)
     if (wait > 0) {
       throw new GatewayError('rate_limited', 'too many failed logins; retry later', { headers: { 'retry-after': String(wait) } })
     }
-    const client = await this.clients.authenticate(request.client_id, request.client_secret)
+    const client = clientId === undefined ? undefined : await this.credentials.authenticate(clientId, request.client_secret)
     if (!client) {
-      this.limiter.fail(clientKey)
-      this.limiter.fail(addressKey)
+      this.throttle.failed(clientId, address)
       throw new GatewayError('invalid_client', 'unauthorized client credentials')
     }
-    this.limiter.reset(clientKey)
+    this.throttle.succeeded(client.client_id, address)
     if (!client.audiences.includes(request.audience)) {
       throw new GatewayError('audience_forbidden', `client is not authorized for audience ${request.audience}`)
     }

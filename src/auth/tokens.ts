@@ -1,9 +1,11 @@
 import { randomUUID } from 'node:crypto'
 import { SignJWT, createRemoteJWKSet, decodeJwt, type JWTPayload, type JWTVerifyGetKey } from 'jose'
 import { GatewayError, unauthorized } from '../errors.js'
+import { isStorageId, STORAGE_ID_RULE } from '../validation/index.js'
 import type { Client } from './clients.js'
 import { bearerToken, verifyJwt } from './jwt.js'
 import type { KeyStore } from './keys.js'
+import { tenantKey } from './tenant.js'
 
 export interface IssuedToken {
   access_token: string
@@ -12,10 +14,19 @@ export interface IssuedToken {
   scope: string
 }
 
+/** A verified token's payload, with the claims ingest relies on checked and defaulted. */
 export interface TokenClaims extends JWTPayload {
+  iss: string
+  /** A storage identifier (docs/identifiers.md); `sub` when the token has no client_id. */
   client_id: string
   scope: string
+  /** A storage identifier; the client_id when the token has none. */
   tenant: string
+  /**
+   * Not a claim: the verifier's `tenantKey(client_id, iss)`, the namespace of
+   * this principal's objects and idempotency keys.
+   */
+  tenantKey: string
 }
 
 export async function issueToken (keys: KeyStore, client: Client, audience: string, issuer: string, ttlS: number): Promise<IssuedToken> {
@@ -91,7 +102,9 @@ export class TokenVerifier {
       throw unauthorized('auth_failed:malformed')
     }
     const external = this.options.external
-    const useExternal = external !== undefined && issuer === external.issuer
+    // IDP_ISSUER may name this service itself (so the harness accepts its
+    // tokens): those are verified with the keys at hand, in its own namespace.
+    const useExternal = external !== undefined && issuer === external.issuer && issuer !== this.options.issuer
     const payload = await verifyJwt(token, useExternal ? this.externalKeys! : this.ownKeys, {
       algorithms: ['RS256'],
       issuer: useExternal ? external.issuer : this.options.issuer,
@@ -102,7 +115,13 @@ export class TokenVerifier {
     const clientId = typeof payload['client_id'] === 'string' ? payload['client_id'] : payload.sub
     if (typeof clientId !== 'string' || clientId === '') throw unauthorized('auth_failed:malformed')
     const tenant = typeof payload['tenant'] === 'string' ? payload['tenant'] : clientId
+    // An authentic token whose identity cannot name a storage prefix: logging
+    // in again gives the same token, so this is 403 (do not retry), not 401.
+    for (const [claim, value] of [['client_id', clientId], ['tenant', tenant]] as const) {
+      if (!isStorageId(value)) throw new GatewayError('forbidden', `the token's ${claim} is not a valid identifier`, { details: { authorization: `${claim} claim ${STORAGE_ID_RULE} (docs/identifiers.md)` } })
+    }
     const scope = typeof payload['scope'] === 'string' ? payload['scope'] : ''
-    return { ...payload, client_id: clientId, tenant, scope }
+    const iss = payload.iss!
+    return { ...payload, iss, client_id: clientId, tenant, scope, tenantKey: tenantKey(clientId, iss, this.options.issuer) }
   }
 }

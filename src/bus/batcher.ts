@@ -11,6 +11,12 @@ export interface BatcherOptions {
   /** From a record's arrival to its answer; past it the record fails (500). */
   timeoutMs: number
   publish: (messages: BusMessage[]) => Promise<void>
+  /**
+   * An error when sending is known to be futile now (the bus is down):
+   * records are then failed with it at once, when they arrive and when their
+   * batch would leave, instead of waiting for the deadline.
+   */
+  refuse?: () => GatewayError | undefined
 }
 
 interface Entry {
@@ -43,7 +49,8 @@ export class MicroBatcher {
   }
 
   add (message: BusMessage): Promise<void> {
-    if (this.pending >= this.options.maxPending) return Promise.reject(this.overloaded())
+    const refused = this.refused()
+    if (refused) return Promise.reject(refused)
     return new Promise((resolve, reject) => { this.enqueue(message, resolve, reject) })
   }
 
@@ -53,8 +60,13 @@ export class MicroBatcher {
    * fails or times out.
    */
   push (message: BusMessage, failed: (err: GatewayError, message: BusMessage) => void): void {
-    if (this.pending >= this.options.maxPending) failed(this.overloaded(), message)
+    const refused = this.refused()
+    if (refused) failed(refused, message)
     else this.enqueue(message, NOTHING, failed)
+  }
+
+  private refused (): GatewayError | undefined {
+    return this.options.refuse?.() ?? (this.pending >= this.options.maxPending ? this.overloaded() : undefined)
   }
 
   private enqueue (message: BusMessage, resolve: Entry['resolve'], reject: Entry['reject']): void {
@@ -88,6 +100,8 @@ export class MicroBatcher {
     const batch = this.queue.length <= this.options.maxBatch ? this.queue : this.queue.slice(0, this.options.maxBatch)
     this.queue = batch === this.queue ? [] : this.queue.slice(batch.length)
     this.inFlight = batch
+    const refused = this.options.refuse?.()
+    if (refused) return this.settle(batch, refused)
     this.options.publish(batch.map(e => e.message)).then(
       () => this.settle(batch, undefined),
       err => this.settle(batch, publishFailed((err as Error).message ?? String(err)))

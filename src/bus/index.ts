@@ -1,4 +1,5 @@
 export { LocalBus } from './local.js'
-export type { Bus, BusMessage, StoredMessage } from './types.js'
+export { KafkaBus } from './kafka.js'
+export { transactionalLog, type Bus, type BusMessage, type StoredMessage, type TransactionalLog } from './types.js'
 export { createBus } from './create.js'
 export { MicroBatcher, type BatcherOptions } from './batcher.js'

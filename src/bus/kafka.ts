@@ -3,6 +3,9 @@ import type { Logger } from 'pino'
 import type { Config } from '../config/index.js'
 import type { Bus, BusMessage } from './types.js'
 
+/** While the bus is known to be down, how often it checks whether it is back. */
+const RECHECK_MS = 1000
+
 const LEVELS: Record<number, 'error' | 'warn' | 'info' | 'debug'> = {
   [logLevel.ERROR]: 'error', [logLevel.WARN]: 'warn', [logLevel.INFO]: 'info', [logLevel.DEBUG]: 'debug'
 }
@@ -15,6 +18,11 @@ const LEVELS: Record<number, 'error' | 'warn' | 'info' | 'debug'> = {
  * and callers batch anyway, so a send that waits simply carries a bigger batch.
  * Retries are bounded so a broker outage surfaces as an error within seconds
  * instead of a send that hangs until the broker returns.
+ *
+ * A failed send, connect or readiness probe marks the bus down (`unavailable`
+ * says why), so callers that answer clients can refuse at once instead of
+ * waiting for a deadline; while it is down the bus reconnects and probes
+ * every second on its own, and the first success marks it up again.
  */
 export class KafkaBus implements Bus {
   readonly kind = 'kafka'
@@ -25,9 +33,14 @@ export class KafkaBus implements Bus {
   private tail: Promise<unknown> = Promise.resolve()
   /** The readiness probe's admin client, kept while it works: probes come every few seconds. */
   private probeAdmin: Admin | undefined
+  /** The probe running now: concurrent readiness checks share it rather than race over one admin client. */
+  private probing: Promise<void> | undefined
+  private down: string | undefined
+  private recheck: NodeJS.Timeout | undefined
   private closed = false
 
-  constructor (private readonly config: Config, private readonly log: Logger) {
+  /** `kafka` replaces the client made from `config` (tests drive the bus with a stand-in). */
+  constructor (private readonly config: Config, private readonly log: Logger, kafka?: Kafka) {
     const kafkaLog = log.child({ component: 'kafkajs' })
     const options: KafkaConfig = {
       clientId: config.kafkaClientId,
@@ -42,7 +55,7 @@ export class KafkaBus implements Bus {
     if (config.kafkaSaslMechanism) {
       options.sasl = { mechanism: config.kafkaSaslMechanism, username: config.kafkaUsername!, password: config.kafkaPassword! } as KafkaConfig['sasl']
     }
-    this.kafka = new Kafka(options)
+    this.kafka = kafka ?? new Kafka(options)
     this.topics = [config.topicTelemetry, config.topicEvidence, config.topicRuns]
   }
 
@@ -57,24 +70,57 @@ export class KafkaBus implements Bus {
     return run
   }
 
-  async probe (): Promise<void> {
+  unavailable (): string | undefined {
+    return this.down
+  }
+
+  probe (): Promise<void> {
+    this.probing ??= this.check().finally(() => { this.probing = undefined })
+    return this.probing
+  }
+
+  private async check (): Promise<void> {
+    let admin = this.probeAdmin
     try {
-      if (!this.probeAdmin) {
-        this.probeAdmin = this.kafka.admin({ retry: { retries: 0 } })
-        await this.probeAdmin.connect()
+      if (!admin) {
+        admin = this.kafka.admin({ retry: { retries: 0 } })
+        await admin.connect()
+        this.probeAdmin = admin
       }
-      await this.probeAdmin.describeCluster()
+      await admin.describeCluster()
     } catch (err) {
-      const admin = this.probeAdmin
-      this.probeAdmin = undefined
+      if (this.probeAdmin === admin) this.probeAdmin = undefined
       await admin?.disconnect().catch(() => undefined)
+      this.markDown(err)
       throw err
     }
+    // Still connecting (at start): not ready, but nothing is known to have failed.
     if (!this.producer) throw new Error('producer not connected')
+    this.markUp()
+  }
+
+  private markDown (err: unknown): void {
+    this.down = (err as Error).message ?? String(err)
+    if (this.recheck || this.closed) return
+    this.recheck = setTimeout(() => {
+      this.recheck = undefined
+      if (this.closed || this.down === undefined) return
+      // Probe failures mark it down again, and so schedule the next check.
+      this.connect().then(() => this.probe()).catch(err => this.markDown(err))
+    }, RECHECK_MS)
+    this.recheck.unref()
+  }
+
+  private markUp (): void {
+    this.down = undefined
+    clearTimeout(this.recheck)
+    this.recheck = undefined
   }
 
   async close (): Promise<void> {
     this.closed = true
+    clearTimeout(this.recheck)
+    await this.probing?.catch(() => undefined)
     await this.probeAdmin?.disconnect().catch(() => undefined)
     await this.tail
     await this.producer?.disconnect().catch(() => undefined)
@@ -88,8 +134,10 @@ export class KafkaBus implements Bus {
       // A producer that failed may hold sequence state the broker no longer
       // agrees with; the next send starts from a fresh one.
       this.reset(producer)
+      this.markDown(err)
       throw err
     }
+    this.markUp()
   }
 
   private connect (): Promise<Producer> {
@@ -105,6 +153,7 @@ export class KafkaBus implements Bus {
         return producer
       } catch (err) {
         await producer.disconnect().catch(() => undefined)
+        this.markDown(err)
         throw err
       } finally {
         this.connecting = undefined

@@ -1,6 +1,6 @@
 import type { Database } from 'lmdb'
 import type { StateStore } from '../state/index.js'
-import type { Bus, BusMessage, StoredMessage } from './types.js'
+import type { BusMessage, StoredMessage, TransactionalLog } from './types.js'
 
 /** (topic, offset of the batch's last message) */
 type Key = [string, number]
@@ -18,15 +18,16 @@ const LAST = Number.MAX_SAFE_INTEGER
  * Offsets are dense per topic. The next one is read and written inside one
  * write transaction, so appends from several processes sharing DATA_DIR stay
  * dense and ordered. `publish` resolves after the commit, the local
- * equivalent of acks = all.
+ * equivalent of acks = all. `appendInTransaction` lets a writer in the same
+ * environment (the evidence outbox) append and delete its copy in one commit.
  *
  * (The `bus-log` database of earlier versions, one value per message, is not read.)
  */
-export class LocalBus implements Bus {
+export class LocalBus implements TransactionalLog {
   readonly kind = 'local'
   private readonly db: Database<Batch, Key>
 
-  constructor (state: StateStore) {
+  constructor (readonly state: StateStore) {
     this.db = state.openDB<Batch, Key>({ name: 'bus-log-v2' })
   }
 
@@ -34,10 +35,13 @@ export class LocalBus implements Bus {
 
   async publish (topic: string, messages: BusMessage[]): Promise<void> {
     if (messages.length === 0) return
+    await this.state.transaction(() => this.appendInTransaction(topic, messages))
+  }
+
+  appendInTransaction (topic: string, messages: BusMessage[]): void {
+    if (messages.length === 0) return
     const batch: Batch = { timestamp: Date.now(), messages: messages.map(m => [m.key, m.value, m.headers]) }
-    await this.db.transaction(() => {
-      this.db.put([topic, this.nextOffset(topic) + messages.length - 1], batch)
-    })
+    this.db.put([topic, this.nextOffset(topic) + messages.length - 1], batch)
   }
 
   /** Messages of `topic` from offset `from` on, in order, at most `limit`. */
@@ -65,6 +69,11 @@ export class LocalBus implements Bus {
 
   async probe (): Promise<void> {
     this.db.getStats()
+  }
+
+  /** A commit that fails is an LMDB problem the next request meets on its own; nothing to predict. */
+  unavailable (): undefined {
+    return undefined
   }
 
   async close (): Promise<void> {}

@@ -1,3 +1,5 @@
+import type { StateStore } from '../state/index.js'
+
 export interface BusMessage {
   key: string
   value: Buffer | string
@@ -20,5 +22,28 @@ export interface Bus {
   publish(topic: string, messages: BusMessage[]): Promise<void>
   /** Throws when the bus cannot take messages now (readiness). */
   probe(): Promise<void>
+  /**
+   * Why the bus is known to be down (its last send or probe failed), or
+   * undefined when it is up or nothing is known yet: lets a caller refuse at
+   * once rather than wait for a publish deadline.
+   */
+  unavailable(): string | undefined
   close(): Promise<void>
+}
+
+/**
+ * A bus whose log lives in an LMDB environment (the local bus): an append
+ * made inside a write transaction of that environment commits, or not,
+ * together with everything else the transaction writes.
+ */
+export interface TransactionalLog extends Bus {
+  readonly state: StateStore
+  /** Call inside a write transaction of `state`. */
+  appendInTransaction(topic: string, messages: BusMessage[]): void
+}
+
+/** `bus` as a log that can join transactions of `state`, if it is one. */
+export function transactionalLog (bus: Bus, state: StateStore): TransactionalLog | undefined {
+  const log = bus as Partial<TransactionalLog>
+  return log.state === state && typeof log.appendInTransaction === 'function' ? bus as TransactionalLog : undefined
 }

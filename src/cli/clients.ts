@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util'
-import { ClientRegistry, generateSecret, hashSecret } from '../auth/index.js'
+import { ClientRegistry, clientIdentityProblem, generateSecret, hashSecret } from '../auth/index.js'
 import type { Config } from '../config/index.js'
 import { openState } from '../state/index.js'
 
@@ -38,9 +38,11 @@ export async function clientsCommand (config: Config, argv: string[], out: (line
     switch (action) {
       case 'add': {
         if (!values.audience?.length || !values.scope?.length) throw new UsageError(USAGE)
+        const tenant = values.tenant ?? clientId!
+        const problem = clientIdentityProblem(clientId!, tenant)
+        if (problem !== undefined) throw new UsageError(`${problem} (docs/identifiers.md)`)
         if (registry.get(clientId!)) throw new Error(`client ${clientId} exists; use rotate for a new secret`)
         const secret = generateSecret()
-        const tenant = values.tenant ?? clientId!
         await registry.put({ client_id: clientId!, client_secret_hash: await hashSecret(secret), audiences: values.audience, scopes: values.scope, tenant, created_at: new Date().toISOString() })
         out(JSON.stringify({ client_id: clientId, client_secret: secret, audiences: values.audience, scopes: values.scope, tenant }))
         return 0

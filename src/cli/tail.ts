@@ -3,6 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { LocalBus } from '../bus/index.js'
 import type { Config } from '../config/index.js'
 import { openState } from '../state/index.js'
+import { jsonTextProblems } from '../validation/index.js'
 import { UsageError } from './clients.js'
 
 const USAGE = 'usage: gateway tail <topic> [--from N] [--follow]'
@@ -35,11 +36,20 @@ export async function tailCommand (config: Config, argv: string[], out: (line: s
   }
 }
 
+/**
+ * A value as JSON when it is JSON that prints back as it was, else as the
+ * text it is. The log may hold anything an earlier version let through
+ * (nesting deep enough to overflow JSON.stringify's recursion, `1e309`,
+ * duplicated keys): tail shows such a record verbatim rather than crash on
+ * it or print it as something else.
+ */
 function decode (value: string | Buffer): unknown {
   const text = typeof value === 'string' ? value : value.toString('utf8')
+  let parsed: unknown
   try {
-    return JSON.parse(text)
+    parsed = JSON.parse(text)
   } catch {
     return text
   }
+  return Object.keys(jsonTextProblems(Buffer.from(text), parsed)).length === 0 ? parsed : text
 }

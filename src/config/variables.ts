@@ -29,6 +29,11 @@ export const variables = [
   { name: 'SHUTDOWN_TIMEOUT_MS', type: 'integer', default: 10000, minimum: 0, description: 'how long SIGTERM waits for in-flight requests' },
   { name: 'UWS_ALLOW_FALLBACK', type: 'boolean', default: false, description: 'start even on the slow uWS Node emulation (never for figures)' },
 
+  // HTTP edge
+  { name: 'HTTP_BODY_BUFFER_BYTES', type: 'integer', default: 64 * MiB, minimum: MiB, description: 'memory all JSON bodies being collected may hold together; past it, 503 `overloaded`' },
+  { name: 'HTTP_DRAIN_MAX_BYTES', type: 'integer', default: 64 * MiB, minimum: 0, description: 'body bytes read and discarded after an early answer (401, a replay...) so the client receives it; past it, answer at once and close' },
+  { name: 'HTTP_DRAIN_TIMEOUT_MS', type: 'integer', default: 10000, minimum: 1, description: 'longest wait for the rest of a body after an early answer; past it, answer at once and close' },
+
   // Login
   { name: 'AUTH_CLIENTS_FILE', type: 'string', description: 'JSON array of clients (see docs/auth.md)' },
   { name: 'AUTH_SIGNING_KEY_FILE', type: 'string', description: 'PKCS#8 PEM RSA key to sign with instead of the generated one' },
@@ -36,8 +41,13 @@ export const variables = [
   { name: 'AUTH_AUDIENCE', type: 'list', default: ['evidence-gateway'], description: 'audiences the ingest routes accept' },
   { name: 'AUTH_TOKEN_TTL_S', type: 'integer', default: 86400, minimum: 60, description: 'token validity' },
   { name: 'AUTH_KEY_ROTATION_S', type: 'integer', default: 2592000, minimum: 60, description: 'age at which the signing key is replaced' },
-  { name: 'AUTH_MAX_FAILURES', type: 'integer', default: 10, minimum: 1, description: 'failed logins per client_id or address before 429' },
-  { name: 'AUTH_FAILURE_WINDOW_S', type: 'integer', default: 300, minimum: 1, description: 'window of the failed-login count' },
+  { name: 'AUTH_MAX_FAILURES', type: 'integer', default: 10, minimum: 1, description: 'failed logins of one client_id from one address before 429' },
+  { name: 'AUTH_ADDRESS_MAX_FAILURES', type: 'integer', default: 100, minimum: 1, description: 'failed logins from one address, any client_id, before 429' },
+  { name: 'AUTH_FAILURE_WINDOW_S', type: 'integer', default: 300, minimum: 1, description: 'window of the failed-login counts' },
+  { name: 'AUTH_CLIENT_ADDRESS_HEADER', type: 'string', description: 'header a trusted proxy sets to the client address (last entry used), for the failed-login counts; only when nothing else can reach the gateway' },
+  { name: 'AUTH_HASH_THREADS', type: 'integer', default: 1, minimum: 1, maximum: 16, description: 'worker threads that check client secrets (scrypt), apart from libuv\'s pool' },
+  { name: 'AUTH_HASH_QUEUE', type: 'integer', default: 64, minimum: 0, description: 'logins that may wait for a hash thread; more get 503 with Retry-After' },
+  { name: 'AUTH_SECRET_CACHE_S', type: 'integer', default: 300, minimum: 0, description: 'how long a verified client secret is trusted without hashing again (0: never)' },
 
   // Bus
   { name: 'BUS', type: 'string', default: 'local', enum: ['local', 'kafka'], description: '`local` (durable LMDB log) or `kafka`' },
@@ -68,6 +78,12 @@ export const variables = [
   { name: 'S3_PART_SIZE', type: 'integer', default: 8 * MiB, minimum: 5 * MiB, description: 'multipart part size in bytes' },
   { name: 'S3_QUEUE_SIZE', type: 'integer', default: 4, minimum: 1, description: 'parts in flight per upload' },
   { name: 'STORAGE_BUFFER_BYTES', type: 'integer', default: 48 * MiB, minimum: 5 * MiB, description: 'memory for media being stored, shared by all uploads (slabs of `S3_PART_SIZE`); an upload waits, its socket paused, when it is spent' },
+  { name: 'STORAGE_CLIENT_MAX_SLABS', type: 'integer', minimum: 1, description: 'slabs of that memory one client may hold at once (default: all but a quarter of them, at least one kept back)' },
+  { name: 'STORAGE_CLIENT_MAX_UPLOADS', type: 'integer', minimum: 1, description: 'media parts one client may be storing at once; the next gets 503 `storage_busy` (default: twice its slabs)' },
+  { name: 'STORAGE_SLAB_WAIT_MS', type: 'integer', default: 30000, minimum: 1, description: 'longest wait of an upload for buffer memory before 503 `storage_busy`' },
+  { name: 'S3_REQUEST_TIMEOUT_MS', type: 'integer', default: 15000, minimum: 1, description: 'deadline of each S3 request but parts (create, complete, abort, list, delete, probe), retries included; past it 503 `storage_unavailable`' },
+  { name: 'S3_PART_TIMEOUT_MS', type: 'integer', default: 60000, minimum: 1, description: 'deadline of one part (or a small object\'s PutObject), retries included' },
+  { name: 'S3_SWEEP_INTERVAL_MS', type: 'integer', default: 60000, minimum: 100, description: 'how often recorded multipart uploads that are not in flight are aborted (and the longest retry backoff)' },
 
   // Evidence
   { name: 'EVIDENCE_MAX_BYTES', type: 'integer', default: 268435456, minimum: 1, description: 'largest request (413 `payload_too_large`)' },
@@ -100,8 +116,15 @@ export const variables = [
   { name: 'ORGS_FILE', type: 'string', description: 'JSON: org slug → tenant and members' }
 ] as const satisfies readonly Variable[]
 
-/** Prefixes we own: an unknown variable under one of them is a typo, and fatal. */
+/**
+ * Prefixes we own: an unknown variable under one of them is a typo, and fatal.
+ * Not `GATEWAY_`: no setting of ours uses it, and the tools around the
+ * gateway do (`GATEWAY_INFRA_RUN` of scripts/infra.sh is in the environment
+ * of every process a test starts).
+ */
 export const ownedPrefixes: readonly string[] = [
   'AUTH_', 'BUS_', 'KAFKA_', 'TOPIC_', 'TELEMETRY_', 'STORAGE_', 'S3_', 'EVIDENCE_',
-  'IDEMPOTENCY_', 'HARNESS_', 'SVC_HARNESS_', 'IDP_', 'FRONTDOOR_', 'ORGS_', 'SHUTDOWN_', 'GATEWAY_'
+  'IDEMPOTENCY_', 'HARNESS_', 'SVC_HARNESS_', 'IDP_', 'FRONTDOOR_', 'ORGS_', 'SHUTDOWN_',
+  // Not all of HTTP_: HTTP_PROXY and its kin belong to other tools.
+  'HTTP_BODY_', 'HTTP_DRAIN_'
 ]

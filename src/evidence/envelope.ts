@@ -1,9 +1,11 @@
 import { randomUUID } from 'node:crypto'
-import { compileSchema, errorMap } from '../validation/index.js'
+import { compileSchema, errorMap, labelProblem, STORAGE_ID_PATTERN, STORAGE_ID_RULE } from '../validation/index.js'
 import { GatewayError } from '../errors.js'
 
 export const BUILTIN_EVENT_TYPES = ['warehouse.restricted_zone.person'] as const
-export const EVENT_ID_PATTERN = '^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$'
+/** The scope that lets a caller publish under another client_id (`subject.client_id`). */
+export const ANY_CLIENT_SCOPE = 'stream:write:any-client'
+const storageId = { type: 'string', pattern: STORAGE_ID_PATTERN, 'x-error': STORAGE_ID_RULE }
 const unit = { type: 'number', minimum: 0, maximum: 1, 'x-error': 'must be a number between 0 and 1' }
 const isoTimestamp = { type: 'string', format: 'iso-date-time', 'x-error': 'must be an ISO 8601 timestamp with a timezone' }
 
@@ -29,9 +31,11 @@ export interface EventEnvelope {
 }
 
 /**
- * EventEnvelope. `event_id` is restricted to characters that are safe in an
- * object key, since it becomes part of one. A top-level `client_id` is
- * refused: the tenant comes from the token (an override goes in subject).
+ * EventEnvelope. `event_id` becomes part of an object key and
+ * `subject.client_id` of the bus key and a header, so both are storage
+ * identifiers; `subject.device_id` is a label (checked in parseEnvelope).
+ * A top-level `client_id` is refused: the tenant comes from the token (an
+ * override goes in subject). docs/identifiers.md has the grammars.
  */
 export const eventEnvelopeSchema = {
   $id: 'EventEnvelope',
@@ -40,14 +44,14 @@ export const eventEnvelopeSchema = {
   properties: {
     schema_version: { const: '1.0', 'x-error': 'must be "1.0"' },
     event_type: { type: 'string', minLength: 1 },
-    event_id: { type: 'string', pattern: EVENT_ID_PATTERN, 'x-error': 'must be 1 to 128 letters, digits, ".", "_", ":" or "-", starting with a letter or digit' },
+    event_id: storageId,
     occurred_at: isoTimestamp,
     ended_at: isoTimestamp,
     severity: { enum: ['info', 'warning', 'alert', 'critical'] },
     subject: {
       type: 'object',
       required: ['device_id'],
-      properties: { device_id: { type: 'string', minLength: 1 }, client_id: { type: 'string', minLength: 1 }, zone_id: { type: 'string' } }
+      properties: { device_id: { type: 'string' }, client_id: storageId, zone_id: { type: 'string' } }
     },
     detections: {
       type: 'array',
@@ -85,25 +89,47 @@ const validate = compileSchema<EventEnvelope>(eventEnvelopeSchema)
  * unknown_event_type. Returns the envelope with an event_id.
  */
 export function parseEnvelope (text: string, allowlist: ReadonlySet<string>): EventEnvelope {
-  let value: unknown
-  try {
-    value = JSON.parse(text)
-  } catch {
-    throw new GatewayError('validation_error', 'envelope is not valid JSON', { details: { envelope: 'must be valid JSON' } })
+  const value = parseJson(text)
+  const valid = validate(value)
+  const details = valid ? {} : errorMap(validate.errors)
+  if (details['body'] !== undefined) {
+    details['envelope'] = details['body']
+    delete details['body']
   }
-  if (!validate(value)) {
-    const details = errorMap(validate.errors)
-    if (details['body'] !== undefined) {
-      details['envelope'] = details['body']
-      delete details['body']
-    }
-    throw new GatewayError('validation_error', 'envelope is invalid', { details })
-  }
+  const deviceId = (value as { subject?: { device_id?: unknown } } | null)?.subject?.device_id
+  const deviceProblem = typeof deviceId === 'string' ? labelProblem(deviceId) : undefined
+  if (deviceProblem !== undefined) details['subject.deviceId'] ??= deviceProblem
+  if (!valid || deviceProblem !== undefined) throw new GatewayError('validation_error', 'envelope is invalid', { details })
   if (!allowlist.has(value.event_type)) {
     throw new GatewayError('unknown_event_type', `event_type ${value.event_type} is not allowed`, { details: { event_type: `${value.event_type} is not in the allowlist` } })
   }
   value.event_id ??= `evt-${randomUUID()}`
   return value
+}
+
+function parseJson (text: string): unknown {
+  try {
+    return JSON.parse(text)
+  } catch {
+    throw new GatewayError('validation_error', 'envelope is not valid JSON', { details: { envelope: 'must be valid JSON' } })
+  }
+}
+
+/**
+ * The client_id an envelope is published under: the caller's, or
+ * `subject.client_id` when it names another client and the caller holds
+ * ANY_CLIENT_SCOPE (a gateway or bridge that uploads for many clients).
+ * Anyone else naming another client is refused with 403 `forbidden` before
+ * anything is stored, so no client publishes evidence keyed as another.
+ * Naming oneself is no override and always allowed.
+ */
+export function publishingClientId (envelope: EventEnvelope, callerClientId: string, callerScopes: string): string {
+  const named = envelope.subject.client_id
+  if (named === undefined || named === callerClientId) return callerClientId
+  if (!callerScopes.split(' ').includes(ANY_CLIENT_SCOPE)) {
+    throw new GatewayError('forbidden', `publishing as another client needs scope ${ANY_CLIENT_SCOPE}`, { details: { 'subject.clientId': `may name only the token's own client_id without scope ${ANY_CLIENT_SCOPE}` } })
+  }
+  return named
 }
 
 export function eventTypeAllowlist (extra: readonly string[]): ReadonlySet<string> {

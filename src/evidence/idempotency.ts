@@ -1,5 +1,5 @@
 import type { Database } from 'lmdb'
-import type { StateStore } from '../state/index.js'
+import type { Owner, StateStore } from '../state/index.js'
 
 export interface Acknowledgment {
   status: 'accepted'
@@ -8,7 +8,8 @@ export interface Acknowledgment {
 }
 
 type Entry =
-  | { state: 'in_progress', started_at: number }
+  /** `owner`: the incarnation of the process storing the upload (absent in records of earlier versions). */
+  | { state: 'in_progress', started_at: number, owner?: string }
   | { state: 'done', ack: Acknowledgment, expires_at: number }
 
 export type Claim =
@@ -17,16 +18,24 @@ export type Claim =
   | { kind: 'in_progress' }
 
 /**
- * An upload that has held its event_id this long without finishing is taken
- * to be dead (its process crashed) and the id may be claimed again.
+ * A claim of an earlier version (no owner) held this long without finishing
+ * is taken to be dead and the id may be claimed again.
  */
 export const STALE_IN_PROGRESS_MS = 15 * 60 * 1000
 
-/** (client_id, event_id) → in progress, or done with the acknowledgment to replay. */
+/**
+ * (client_id, event_id) → in progress, or done with the acknowledgment to replay.
+ *
+ * A claim in progress is stamped with the incarnation of the process that
+ * holds it and lasts exactly as long as that process: a request that finds
+ * the claim of a process that died (kill -9, OOM, power loss) takes it over
+ * at once, so the client's retry is stored rather than answered 409. Claims
+ * of a live process are never taken over, however long its upload runs.
+ */
 export class IdempotencyStore {
   private readonly db: Database<Entry, string>
 
-  constructor (private readonly state: StateStore, private readonly ttlMs: number, private readonly now: () => number = Date.now) {
+  constructor (private readonly state: StateStore, private readonly ttlMs: number, private readonly owner: Owner, private readonly now: () => number = Date.now) {
     this.db = state.openDB<Entry, string>({ name: 'evidence-idempotency' })
   }
 
@@ -40,8 +49,8 @@ export class IdempotencyStore {
       const now = this.now()
       const entry = this.db.get(key)
       if (entry?.state === 'done' && entry.expires_at > now) return { kind: 'replay', ack: entry.ack }
-      if (entry?.state === 'in_progress' && now - entry.started_at < STALE_IN_PROGRESS_MS) return { kind: 'in_progress' }
-      this.db.put(key, { state: 'in_progress', started_at: now })
+      if (entry?.state === 'in_progress' && this.held(entry, now)) return { kind: 'in_progress' }
+      this.db.put(key, { state: 'in_progress', started_at: now, owner: this.owner.id })
       return { kind: 'claimed' }
     })
   }
@@ -55,16 +64,20 @@ export class IdempotencyStore {
     await this.db.remove(key)
   }
 
-  /** Drops expired records; returns how many. */
+  /** Drops expired records and the claims of processes that are gone; returns how many. */
   async sweep (): Promise<number> {
     const now = this.now()
     let removed = 0
     await this.state.transaction(() => {
       for (const { key, value } of this.db.getRange()) {
-        const expired = value.state === 'done' ? value.expires_at <= now : now - value.started_at >= STALE_IN_PROGRESS_MS
+        const expired = value.state === 'done' ? value.expires_at <= now : !this.held(value, now)
         if (expired) { this.db.remove(key); removed++ }
       }
     })
     return removed
+  }
+
+  private held (claim: Extract<Entry, { state: 'in_progress' }>, now: number): boolean {
+    return claim.owner === undefined ? now - claim.started_at < STALE_IN_PROGRESS_MS : this.owner.isAlive(claim.owner)
   }
 }

@@ -15,6 +15,11 @@ export interface StoredMedia {
 }
 
 export interface PublishContext {
+  /** The token's client_id, or the override publishingClientId allowed. */
+  clientId: string
+  /** The `iss` of the uploader's token: with client_id, who the tenant is. */
+  issuer: string
+  /** The uploader's tenant key: with the event_id, the idempotency key, sent as `message-id`. */
   tenant: string
   requestId: string
   receivedAt: Date
@@ -22,9 +27,10 @@ export interface PublishContext {
 }
 
 /**
- * Object key `{client_id}/{yyyy}/{mm}/{dd}/{event_id}/{index}.{ext}`, dated by
+ * Object key `{tenant}/{yyyy}/{mm}/{dd}/{event_id}/{index}.{ext}`, dated by
  * the time of receipt (the server's clock, not the device's). The tenant is
- * always the token's: a subject.client_id override never chooses the prefix.
+ * always the uploader's token's tenant key (the client_id for this service's
+ * own tokens): a subject.client_id override never chooses the prefix.
  */
 export function objectKey (tenant: string, eventId: string, index: number, contentType: string, receivedAt: Date): string {
   const yyyy = receivedAt.getUTCFullYear()
@@ -36,10 +42,11 @@ export function objectKey (tenant: string, eventId: string, index: number, conte
 /** The envelope put on the bus: the received one plus what the server computed; never the bytes. */
 export function publishedMessage (envelope: EventEnvelope, media: StoredMedia[], ctx: PublishContext): BusMessage {
   const hints: MediaHint[] = envelope.media ?? []
-  const clientId = envelope.subject.client_id ?? ctx.tenant
+  const clientId = ctx.clientId
   const value = {
     ...envelope,
     client_id: clientId,
+    issuer: ctx.issuer,
     received_at: ctx.receivedAt.toISOString(),
     request_id: ctx.requestId,
     media: media.map(m => {
@@ -61,6 +68,7 @@ export function publishedMessage (envelope: EventEnvelope, media: StoredMedia[],
   return {
     key: `${clientId}/${envelope.subject.device_id}`,
     value: JSON.stringify(value),
-    headers: { 'x-request-id': ctx.requestId, 'client-id': clientId, schema: EVIDENCE_SCHEMA_HEADER }
+    // message-id: the idempotency key, the same on every copy a crash may publish (docs/evidence.md).
+    headers: { 'x-request-id': ctx.requestId, 'client-id': clientId, schema: EVIDENCE_SCHEMA_HEADER, 'message-id': `${ctx.tenant}/${envelope.event_id}` }
   }
 }

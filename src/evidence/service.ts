@@ -5,15 +5,15 @@ import type { Bus } from '../bus/index.js'
 import type { Config } from '../config/index.js'
 import { type Reply, type RequestContext, type Route } from '../http/index.js'
 import { GatewayError } from '../errors.js'
-import type { ByteSource, ObjectStore } from '../storage/index.js'
-import type { StateStore } from '../state/index.js'
-import { eventTypeAllowlist, parseEnvelope, type EventEnvelope } from './envelope.js'
+import { storageMetrics, type ByteSource, type ObjectStore } from '../storage/index.js'
+import type { Owner, StateStore } from '../state/index.js'
+import { eventTypeAllowlist, parseEnvelope, publishingClientId, type EventEnvelope } from './envelope.js'
 import { HashPool } from './hasher.js'
 import { IdempotencyStore, type Acknowledgment } from './idempotency.js'
 import { MultipartReader, multipartBoundary, readSmallPart } from './multipart.js'
 import { Outbox } from './outbox.js'
 import { MEDIA_TYPES, objectKey, publishedMessage, type StoredMedia } from './published.js'
-import { UploadSession } from './upload.js'
+import { UploadSession, unlessAborted } from './upload.js'
 
 export const EVIDENCE_SCOPE = 'stream:write'
 export const ENVELOPE_MAX_BYTES = 64 * 1024
@@ -34,6 +34,8 @@ export class EvidenceService {
   private readonly hashes: HashPool
   private readonly allowlist: ReadonlySet<string>
   private sweeper: NodeJS.Timeout | undefined
+  /** Requests being served, by the controller that aborts their upload. */
+  private readonly running = new Map<AbortController, Promise<unknown>>()
 
   constructor (
     private readonly config: Config,
@@ -42,29 +44,37 @@ export class EvidenceService {
     private readonly store: ObjectStore,
     private readonly verifier: TokenVerifier,
     private readonly log: Logger,
-    registry: Registry
+    registry: Registry,
+    owner: Owner
   ) {
-    this.outbox = new Outbox(state, bus, log.child({ component: 'outbox' }))
-    this.idempotency = new IdempotencyStore(state, config.idempotencyTtlS * 1000)
+    this.outbox = new Outbox(state, bus, log.child({ component: 'outbox' }), owner)
+    this.idempotency = new IdempotencyStore(state, config.idempotencyTtlS * 1000, owner)
     this.hashes = new HashPool(config.evidenceHashThreads)
     this.allowlist = eventTypeAllowlist(config.evidenceEventTypes)
     const outbox = this.outbox
     new Gauge({ name: 'evidence_outbox_backlog', help: 'Envelopes accepted but not yet acknowledged by the bus', registers: [registry], collect () { this.set(outbox.backlog) } })
     new Gauge({ name: 'evidence_outbox_oldest_age_seconds', help: 'Age of the oldest unpublished envelope', registers: [registry], collect () { this.set(outbox.oldestAgeMs() / 1000) } })
-    const slabs = store.slabs
-    new Gauge({ name: 'evidence_buffer_bytes_in_use', help: 'Memory held by media being stored (STORAGE_BUFFER_BYTES is the most)', registers: [registry], collect () { this.set(slabs.inUse * slabs.slabSize) } })
-    new Gauge({ name: 'evidence_uploads_waiting_for_buffer', help: 'Media parts held back, their sockets paused, until buffer memory frees up', registers: [registry], collect () { this.set(slabs.waiting) } })
+    storageMetrics(store, registry)
   }
 
   start (): void {
     this.outbox.start()
-    this.sweeper = setInterval(() => {
-      this.idempotency.sweep().catch(err => this.log.error({ err }, 'idempotency sweep failed'))
-    }, SWEEP_MS).unref()
+    const sweep = (): void => { this.idempotency.sweep().catch(err => this.log.error({ err }, 'idempotency sweep failed')) }
+    // At once too: the claims of a process that died are freed on contact anyway, this clears the rest.
+    sweep()
+    this.sweeper = setInterval(sweep, SWEEP_MS).unref()
   }
 
+  /**
+   * Called once the shutdown deadline has passed: uploads still running are
+   * cut short and answered 503 `shutting_down`, with their objects removed
+   * and their event_ids released, so a retry after the restart is accepted.
+   */
   async stop (): Promise<void> {
     clearInterval(this.sweeper)
+    const shutdown = new GatewayError('shutting_down', 'server is shutting down')
+    for (const abort of this.running.keys()) abort.abort(shutdown)
+    await Promise.allSettled(this.running.values())
     await this.outbox.stop()
     await this.hashes.close()
   }
@@ -75,26 +85,37 @@ export class EvidenceService {
   }
 
   routes (): Route[] {
-    return [{ method: 'POST', path: '/v1/stream/events', body: 'stream', bodyLimit: this.config.evidenceMaxBytes, errors: 'evidence', handler: ctx => this.ingest(ctx) }]
+    return [{ method: 'POST', path: '/v1/stream/events', body: 'stream', bodyLimit: this.config.evidenceMaxBytes, errors: 'evidence', handler: ctx => this.serve(ctx) }]
   }
 
-  private async ingest (ctx: RequestContext): Promise<Reply> {
+  private serve (ctx: RequestContext): Promise<Reply> {
+    const abort = new AbortController()
+    const served = this.ingest(ctx, abort)
+    this.running.set(abort, served)
+    served.catch(() => undefined).finally(() => this.running.delete(abort))
+    return served
+  }
+
+  private async ingest (ctx: RequestContext, abort: AbortController): Promise<Reply> {
     const claims = await this.verifier.verify(ctx.headers['authorization'], EVIDENCE_SCOPE)
-    const tenant = claims.client_id
+    // Objects and idempotency keys live in the (issuer, client_id) namespace.
+    const tenant = claims.tenantKey
     const receivedAt = new Date()
     const body = ctx.stream!
-    const abort = new AbortController()
     ctx.onAbort(() => abort.abort(new Error('client disconnected')))
-    const session = new UploadSession(this.store, this.hashes, abort.signal, this.log)
+    const session = new UploadSession(this.store, this.hashes, abort.signal, this.log, tenant)
     const media: StoredMedia[] = []
     let envelope: EventEnvelope | undefined
+    let clientId = claims.client_id
     let claimKey: string | undefined
     try {
       const parts = new MultipartReader(body, multipartBoundary(ctx.headers['content-type'] ?? ''), this.config.evidenceMaxMedia + 1)
-      for (let part = await parts.nextPart(); part !== null; part = await parts.nextPart()) {
+      const nextPart = (): Promise<Awaited<ReturnType<typeof parts.nextPart>>> => unlessAborted(parts.nextPart(), abort.signal)
+      for (let part = await nextPart(); part !== null; part = await nextPart()) {
         if (!envelope) {
           if (part.name !== 'envelope') throw invalid('envelope', 'must be the first part')
-          envelope = parseEnvelope(await readSmallPart(parts, ENVELOPE_MAX_BYTES, 'envelope'), this.allowlist)
+          envelope = parseEnvelope(await unlessAborted(readSmallPart(parts, ENVELOPE_MAX_BYTES, 'envelope'), abort.signal), this.allowlist)
+          clientId = publishingClientId(envelope, claims.client_id, claims.scope)
           const key = IdempotencyStore.key(tenant, envelope.event_id)
           const claim = await this.idempotency.claim(key)
           if (claim.kind === 'replay') return { status: 202, body: claim.ack, headers: { 'idempotent-replay': 'true' } }
@@ -112,7 +133,7 @@ export class EvidenceService {
       const hints = envelope.media?.length ?? 0
       if (hints > media.length) throw invalid('media', `${hints} media hints but ${media.length} media parts`)
       const ack: Acknowledgment = { status: 'accepted', event_id: envelope.event_id, media_count: media.length }
-      const message = publishedMessage(envelope, media, { tenant, requestId: ctx.requestId, receivedAt, playbackBaseUrl: this.config.evidencePlaybackBaseUrl })
+      const message = publishedMessage(envelope, media, { clientId, issuer: claims.iss, tenant, requestId: ctx.requestId, receivedAt, playbackBaseUrl: this.config.evidencePlaybackBaseUrl })
       await this.state.transaction(() => {
         this.idempotency.completeInTransaction(claimKey!, ack)
         this.outbox.enqueueInTransaction(this.config.topicEvidence, message)

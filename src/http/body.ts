@@ -1,4 +1,3 @@
-import type { HttpResponse } from 'uWebSockets.js'
 import { GatewayError } from '../errors.js'
 
 /** uWS neuters the ArrayBuffer when the callback returns, so every chunk is copied out. */
@@ -12,6 +11,20 @@ export class BodyAbortedError extends Error {
     super('client disconnected before the body was read')
     this.name = 'BodyAbortedError'
   }
+}
+
+export class BodyDiscardedError extends Error {
+  readonly code = 'body_discarded'
+  constructor () {
+    super('the request was answered before its body was read; the rest is discarded')
+    this.name = 'BodyDiscardedError'
+  }
+}
+
+/** Stops and restarts reading the socket (uWS pause/resume, once the response is no longer live a no-op). */
+export interface BodyFlow {
+  pause(): void
+  resume(): void
 }
 
 /** The smallest chunk buffer; they come in powers of two so that buffers fit the chunks that follow. */
@@ -42,7 +55,7 @@ export class BodyReader implements AsyncIterable<Buffer> {
   private paused = false
   private received = 0
 
-  constructor (private readonly res: HttpResponse, private readonly isLive: () => boolean, private readonly highWaterMark: number, private readonly limit: number) {}
+  constructor (private readonly flow: BodyFlow, private readonly highWaterMark: number, private readonly limit: number) {}
 
   /** Why the body failed (limit, client gone), if it did. */
   get errored (): Error | undefined {
@@ -71,9 +84,9 @@ export class BodyReader implements AsyncIterable<Buffer> {
     if (isLast) {
       this.ended = true
       if (this.waiter && this.queue.length === 0) this.settle(null)
-    } else if (this.queued >= this.highWaterMark && !this.paused && this.isLive()) {
+    } else if (this.queued >= this.highWaterMark && !this.paused) {
       this.paused = true
-      this.res.pause()
+      this.flow.pause()
     }
   }
 
@@ -142,41 +155,11 @@ export class BodyReader implements AsyncIterable<Buffer> {
   private resumeIfDrained (): void {
     if (this.paused && this.queued < this.highWaterMark) {
       this.paused = false
-      if (this.isLive()) this.res.resume()
+      this.flow.resume()
     }
   }
 }
 
 export function payloadTooLarge (limit: number): GatewayError {
   return new GatewayError('payload_too_large', `request body exceeds ${limit} bytes`, { details: { body: `must not exceed ${limit} bytes` } })
-}
-
-export interface BodyLimitExceeded {
-  readonly exceeded: true
-  readonly received: number
-}
-
-/**
- * Collects a small body (JSON) up to `limit` bytes. Calls back once: with the
- * bytes, or with `exceeded` as soon as the limit is passed so the caller can
- * answer 413 without reading the rest.
- */
-export function collectBody (res: HttpResponse, limit: number, done: (body: Buffer | BodyLimitExceeded) => void): void {
-  const chunks: Buffer[] = []
-  let received = 0
-  let finished = false
-  res.onData((chunk, isLast) => {
-    if (finished) return
-    received += chunk.byteLength
-    if (received > limit) {
-      finished = true
-      done({ exceeded: true, received })
-      return
-    }
-    if (chunk.byteLength > 0) chunks.push(copyChunk(chunk))
-    if (isLast) {
-      finished = true
-      done(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, received))
-    }
-  })
 }

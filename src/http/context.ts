@@ -3,6 +3,9 @@ import type { HttpResponse, HttpRequest } from 'uWebSockets.js'
 import { BodyAbortedError, type BodyReader } from './body.js'
 import { GatewayError } from '../errors.js'
 import { REQUEST_ID } from '../validation/index.js'
+import type { ErrorDialect } from './error-bodies.js'
+import { HEADER_LINE_BYTES, SINGLE_VALUED, headerIssue, requestLineBytes, type HeaderIssue } from './framing.js'
+import type { Exchange, Intake } from './intake.js'
 import { statusLine } from './status.js'
 
 export type Headers = Readonly<Record<string, string>>
@@ -21,25 +24,35 @@ export const CLIENT_CLOSED = 499
  * copied here in the synchronous part of the handler, because HttpRequest is
  * gone after the first await.
  */
-export class RequestContext {
+export class RequestContext implements Exchange {
   readonly method: string
   readonly path: string
   readonly query: string
   readonly headers: Headers
   readonly requestId: string
   readonly startedAt = performance.now()
+  /** What is wrong with the headers themselves (framing, duplicates, size), found before any route runs. */
+  readonly headerIssue: HeaderIssue | undefined
+  /** Content-Length, when given (and well-formed). */
+  readonly declaredLength: number | undefined
+  /** The request says a body follows (Content-Length above 0, or chunked). */
+  readonly hasBody: boolean
   params: Record<string, string> = {}
   route = 'unmatched'
   quiet = false
+  dialect: ErrorDialect = 'plain'
   /** The whole body, for `body: 'json'` routes; parse it with json(). */
   rawBody: Buffer | undefined = undefined
   /** The body of `body: 'stream'` routes, read as it arrives. */
   stream: BodyReader | undefined = undefined
-  /** False while a request body is still arriving. */
-  bodyComplete = true
+  /** Where the body's bytes go, when there is a body. */
+  intake: Intake<unknown> | undefined = undefined
+  /** An answer was decided: sent, or waiting for the rest of the body. */
+  answered = false
   private parsed: { value: unknown } | undefined
   private state: 'open' | 'streaming' | 'done' | 'aborted' = 'open'
   private streamStatus = 200
+  private paused = false
   private address: string | undefined
   private controller: AbortController | undefined
   private readonly abortHandlers: Array<() => void> = []
@@ -49,10 +62,18 @@ export class RequestContext {
     this.path = req.getUrl()
     this.query = req.getQuery() ?? ''
     const headers: Record<string, string> = Object.create(null)
-    // A repeated field is its values joined by commas (RFC 9110 §5.3), never silently the last one: a single-valued
-    // header sent twice (a tenant, a token) then fails its own grammar instead of choosing between the two.
-    req.forEach((k, v) => { headers[k] = k in headers ? `${headers[k]}, ${v}` : v })
+    let duplicate: string | undefined
+    let bytes = requestLineBytes(this.method, this.path, this.query)
+    req.forEach((k, v) => {
+      if (headers[k] !== undefined && duplicate === undefined && SINGLE_VALUED.has(k)) duplicate = k
+      headers[k] = v
+      bytes += k.length + v.length + HEADER_LINE_BYTES
+    })
     this.headers = headers
+    this.headerIssue = headerIssue(headers, duplicate, bytes)
+    const length = headers['content-length']
+    this.declaredLength = length === undefined || this.headerIssue?.framing === true ? undefined : Number(length)
+    this.hasBody = this.declaredLength === undefined ? headers['transfer-encoding'] !== undefined : this.declaredLength > 0
     const given = headers['x-request-id']
     this.requestId = given !== undefined && REQUEST_ID.test(given) ? given : randomUUID()
   }
@@ -102,11 +123,25 @@ export class RequestContext {
     this.abortHandlers.push(handler)
   }
 
+  /** Stops reading the socket (a no-op once the response is over). */
+  pause (): void {
+    if (this.paused || !this.live) return
+    this.paused = true
+    this.res.pause()
+  }
+
+  resume (): void {
+    if (!this.paused || !this.live) return
+    this.paused = false
+    this.res.resume()
+  }
+
   /** Wired to uWS onAborted. */
   abort (): void {
     if (!this.live) return
     this.state = 'aborted'
     this.stream?.destroy(new BodyAbortedError())
+    this.intake?.close()
     this.controller?.abort()
     for (const h of this.abortHandlers) h()
     this.onFinish(this, CLIENT_CLOSED)

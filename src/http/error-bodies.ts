@@ -8,10 +8,14 @@ export type ErrorDialect = 'oauth' | 'telemetry' | 'evidence' | 'harness' | 'pla
 
 const oauthError: Partial<Record<GatewayError['code'], string>> = {
   invalid_json: 'invalid_request',
+  malformed_request: 'invalid_request',
+  header_fields_too_large: 'invalid_request',
   payload_too_large: 'invalid_request',
+  unsupported_media_type: 'invalid_request',
   invalid_client: 'access_denied',
   audience_forbidden: 'access_denied',
-  rate_limited: 'slow_down'
+  rate_limited: 'slow_down',
+  overloaded: 'temporarily_unavailable'
 }
 
 export function errorBody (dialect: ErrorDialect, err: GatewayError): unknown {

@@ -1,25 +1,35 @@
 import type * as UWS from 'uWebSockets.js'
 import type { Logger } from 'pino'
-import { Counter, Histogram, type Registry } from 'prom-client'
-import { BodyReader, collectBody, payloadTooLarge } from './body.js'
+import type { Registry } from 'prom-client'
+import { BodyReader, payloadTooLarge } from './body.js'
+import { BodyBudget } from './budget.js'
 import { RequestContext, type Reply } from './context.js'
 import { GatewayError, toGatewayError } from '../errors.js'
 import { errorBody, type ErrorDialect } from './error-bodies.js'
+import { Intake, bodiesOverloaded, type CutReason, type IntakeHost } from './intake.js'
+import { ServerMetrics } from './metrics.js'
 import { Router } from './router.js'
 
-export type Handler = (ctx: RequestContext) => Reply | undefined | Promise<Reply | undefined>
+export type Handler<A = unknown> = (ctx: RequestContext, auth: A) => Reply | undefined | Promise<Reply | undefined>
 
-export interface Route {
+export interface Route<A = any> {
   method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'OPTIONS' | 'HEAD'
   /** `{name}` marks a parameter; a trailing `*` captures the rest; `:` is literal. */
   path: string
   /** `json`: read whole (up to bodyLimit) before the handler, then ctx.json(); `stream`: ctx.stream. */
   body?: 'none' | 'json' | 'stream'
   bodyLimit?: number
+  /**
+   * The route's own check of the caller (a token), on the headers alone. It
+   * runs before any of a `json` body is read past what came with the headers:
+   * when it throws, its error is the answer and the body is discarded, never
+   * buffered. Its result is the handler's second argument.
+   */
+  authorize?: (ctx: RequestContext) => A | Promise<A>
   errors?: ErrorDialect
   /** Written to the access log at debug instead of info (health probes). */
   quiet?: boolean
-  handler: Handler
+  handler: Handler<A>
 }
 
 export interface HttpServerOptions {
@@ -32,9 +42,16 @@ export interface HttpServerOptions {
   streamHighWaterMark?: number
   /** Body shape of the server's own errors (404, 405, 503 while draining). */
   errors?: ErrorDialect
+  /** Memory for JSON bodies, shared by the process's servers (HTTP_BODY_BUFFER_BYTES). */
+  bodyBudget?: BodyBudget
+  /** Bounds on reading the rest of a body after an early answer (HTTP_DRAIN_MAX_BYTES, HTTP_DRAIN_TIMEOUT_MS). */
+  drainMaxBytes?: number
+  drainTimeoutMs?: number
 }
 
-const DEFAULT_BODY_LIMIT = 1024 * 1024
+const MiB = 1024 * 1024
+const DEFAULT_BODY_LIMIT = MiB
+const NO_BODY = Buffer.alloc(0)
 
 interface Entry { route: Route, label: string, limit: number, dialect: ErrorDialect }
 
@@ -42,17 +59,19 @@ interface Entry { route: Route, label: string, limit: number, dialect: ErrorDial
  * One uWS app: routing, bodies, request ids, the access log, metrics, the
  * mapping of errors to responses, and draining on shutdown.
  */
-export class HttpServer {
+export class HttpServer implements IntakeHost<Entry> {
+  readonly budget: BodyBudget
+  readonly drainMaxBytes: number
+  readonly drainTimeoutMs: number
   private readonly app: UWS.TemplatedApp
   private readonly router = new Router<Entry>()
   private readonly log: Logger
-  private readonly duration: Histogram<'method' | 'route' | 'status'>
-  private readonly count: Counter<'method' | 'route' | 'status'>
-  /** Metric children per method/route/status: prom-client hashes a label object on every call otherwise. */
-  private readonly series = new Map<string, { duration: { observe(v: number): void }, count: { inc(): void } }>()
+  private readonly dialect: ErrorDialect
+  private readonly metrics: ServerMetrics
+  private readonly finished = (ctx: RequestContext, status: number): void => { this.finish(ctx, status) }
   private listenSocket: UWS.us_listen_socket | undefined
   private draining: Promise<void> | undefined
-  private drained: (() => void) | undefined
+  private allDone: (() => void) | undefined
   private inFlight = 0
   /**
    * Handlers not yet settled. A handler can outlive its request (a client
@@ -64,31 +83,22 @@ export class HttpServer {
 
   constructor (private readonly options: HttpServerOptions) {
     this.log = options.logger.child({ server: options.name })
+    this.dialect = options.errors ?? 'plain'
+    this.budget = options.bodyBudget ?? new BodyBudget(64 * MiB)
+    this.drainMaxBytes = options.drainMaxBytes ?? 64 * MiB
+    this.drainTimeoutMs = options.drainTimeoutMs ?? 10_000
     this.app = options.uws.App()
     this.app.any('/*', (res, req) => this.dispatch(res, req))
-    const labelNames = ['method', 'route', 'status'] as const
-    this.duration = new Histogram({
-      name: `${options.name}_http_request_duration_seconds`,
-      help: `Latency of ${options.name} requests by route`,
-      labelNames,
-      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10],
-      registers: [options.registry]
-    })
-    this.count = new Counter({
-      name: `${options.name}_http_requests_total`,
-      help: `Requests to ${options.name} by route and status`,
-      labelNames,
-      registers: [options.registry]
-    })
+    this.metrics = new ServerMetrics(options.name, options.registry)
   }
 
   get inFlightRequests (): number {
     return this.inFlight
   }
 
-  route (route: Route): this {
+  route<A> (route: Route<A>): this {
     const limit = route.bodyLimit ?? this.options.defaultBodyLimit ?? DEFAULT_BODY_LIMIT
-    this.router.add(route.method, route.path, { route, label: route.path, limit, dialect: route.errors ?? 'plain' })
+    this.router.add(route.method, route.path, { route, label: route.path, limit, dialect: route.errors ?? this.dialect })
     return this
   }
 
@@ -115,104 +125,148 @@ export class HttpServer {
     }
     this.draining ??= this.inFlight === 0 && this.running === 0
       ? Promise.resolve()
-      : new Promise<void>(resolve => { this.drained = resolve })
+      : new Promise<void>(resolve => { this.allDone = resolve })
     return this.draining
   }
 
+  drained (bytes: number): void {
+    this.metrics.drained(bytes)
+  }
+
+  cutShort (reason: CutReason): void {
+    this.metrics.cutShort(reason)
+  }
+
+  collected (intake: Intake<Entry>): void {
+    const ctx = intake.exchange as RequestContext
+    ctx.rawBody = intake.body()
+    this.run(ctx, intake.entry!, intake.auth)
+  }
+
+  refused (intake: Intake<Entry>, err: GatewayError): void {
+    this.fail(intake.exchange as RequestContext, err)
+  }
+
   private dispatch (res: UWS.HttpResponse, req: UWS.HttpRequest): void {
-    const ctx = new RequestContext(res, req, (c, status) => this.finish(c, status))
+    const ctx = new RequestContext(res, req, this.finished)
     res.onAborted(() => ctx.abort())
     this.inFlight++
-    const dialect = this.options.errors ?? 'plain'
-    if (this.draining) {
-      ctx.send(503, errorBody(dialect, new GatewayError('shutting_down', 'server is shutting down')), { connection: 'close' }, true)
-      return
-    }
     const found = this.router.find(ctx.method, ctx.path)
-    if (found === undefined || found === 'method_not_allowed') {
-      const err = found === undefined
-        ? new GatewayError('not_found', `no route for ${ctx.method} ${ctx.path}`)
-        : new GatewayError('method_not_allowed', `${ctx.method} is not allowed on ${ctx.path}`)
-      ctx.send(err.status, errorBody(dialect, err))
+    let entry: Entry | undefined
+    if (typeof found === 'object') {
+      entry = found.value
+      ctx.params = found.params
+      ctx.route = entry.label
+      ctx.quiet = entry.route.quiet === true
+      ctx.dialect = entry.dialect
+    } else ctx.dialect = this.dialect
+    const issue = ctx.headerIssue
+    if (issue?.framing === true) {
+      // Answered after uWS has parsed all it read: answered now, uWS would go on to serve a request smuggled in behind this one.
+      setImmediate(this.refuseFraming, ctx, issue.error)
       return
     }
-    const entry = found.value
-    ctx.params = found.params
-    ctx.route = entry.label
-    ctx.quiet = entry.route.quiet === true
+    let intake: Intake<Entry> | undefined
+    if (ctx.hasBody) {
+      intake = new Intake(ctx, entry, ctx.declaredLength, this)
+      ctx.intake = intake as Intake<unknown>
+      res.onData(intake.onData)
+    }
+    if (this.draining) return this.respond(ctx, 503, errorBody(ctx.dialect, new GatewayError('shutting_down', 'server is shutting down')), undefined, true)
+    if (issue !== undefined) return this.fail(ctx, issue.error)
+    if (entry === undefined) {
+      return this.fail(ctx, found === undefined
+        ? new GatewayError('not_found', `no route for ${ctx.method} ${ctx.path}`)
+        : new GatewayError('method_not_allowed', `${ctx.method} is not allowed on ${ctx.path}`))
+    }
     const mode = entry.route.body ?? 'none'
-    if (mode !== 'none') {
-      ctx.bodyComplete = false
-      if (Number(ctx.headers['content-length']) > entry.limit) {
-        this.fail(ctx, entry, payloadTooLarge(entry.limit))
-        return
-      }
-    }
-    if (mode === 'json') this.readJson(ctx, entry)
-    else {
+    if (intake !== undefined && mode !== 'none') {
+      intake.limit = entry.limit
+      if ((ctx.declaredLength ?? 0) > entry.limit) return this.fail(ctx, payloadTooLarge(entry.limit))
       if (mode === 'stream') {
-        const stream = new BodyReader(res, () => ctx.live, this.options.streamHighWaterMark ?? 256 * 1024, entry.limit)
-        ctx.stream = stream
-        res.onData((chunk, isLast) => {
-          if (isLast) ctx.bodyComplete = true
-          stream.feed(chunk, isLast)
-        })
-      }
-      this.run(ctx, entry)
+        intake.mode = 'stream'
+        intake.stream = ctx.stream = new BodyReader(ctx, this.options.streamHighWaterMark ?? 256 * 1024, entry.limit)
+      } else intake.mode = 'collect'
     }
+    const authorize = entry.route.authorize
+    if (authorize === undefined) return this.authorized(ctx, entry, undefined)
+    let auth: unknown
+    try {
+      auth = authorize(ctx)
+    } catch (err) {
+      return this.fail(ctx, err)
+    }
+    if (auth instanceof Promise) {
+      this.running++
+      auth.then(
+        a => { this.authorized(ctx, entry, a); this.handlerDone() },
+        err => { this.fail(ctx, err); this.handlerDone() })
+    } else this.authorized(ctx, entry, auth)
   }
 
-  private readJson (ctx: RequestContext, entry: Entry): void {
-    collectBody(ctx.res, entry.limit, body => {
-      if (!ctx.live) return
-      if (!Buffer.isBuffer(body)) return this.fail(ctx, entry, payloadTooLarge(entry.limit))
-      ctx.rawBody = body
-      ctx.bodyComplete = true
-      this.run(ctx, entry)
-    })
+  /** The route let the request in: run its handler, once a JSON body is whole. */
+  private authorized (ctx: RequestContext, entry: Entry, auth: unknown): void {
+    if (!ctx.live || ctx.answered) return
+    const intake = ctx.intake as Intake<Entry> | undefined
+    if (intake === undefined || intake.mode !== 'collect') {
+      if (intake?.overloaded === true) return this.refused(intake, bodiesOverloaded())
+      if (intake === undefined && entry.route.body === 'json') ctx.rawBody = NO_BODY
+      return this.run(ctx, entry, auth)
+    }
+    intake.auth = auth
+    if (intake.overloaded || !intake.admit()) return this.refused(intake, bodiesOverloaded())
+    if (intake.complete) this.collected(intake)
+    else ctx.resume()
   }
 
-  private run (ctx: RequestContext, entry: Entry): void {
+  private run (ctx: RequestContext, entry: Entry, auth: unknown): void {
     let result: ReturnType<Handler>
     try {
-      result = entry.route.handler(ctx)
+      result = entry.route.handler(ctx, auth)
     } catch (err) {
-      return this.fail(ctx, entry, err)
+      return this.fail(ctx, err)
     }
     if (result instanceof Promise) {
       this.running++
       result.then(
         reply => { this.reply(ctx, reply); this.handlerDone() },
-        err => { this.fail(ctx, entry, err); this.handlerDone() })
+        err => { this.fail(ctx, err); this.handlerDone() })
     } else this.reply(ctx, result)
   }
 
   private reply (ctx: RequestContext, reply: Reply | undefined): void {
-    if (reply) ctx.send(reply.status, reply.body, reply.headers, !ctx.bodyComplete)
+    if (reply) this.respond(ctx, reply.status, reply.body, reply.headers)
   }
 
-  /** An answer given before the body was read closes the connection: the rest of the body would be read as the next request. */
-  private fail (ctx: RequestContext, entry: Entry, err: unknown): void {
+  private fail (ctx: RequestContext, err: unknown): void {
     if (!ctx.live) {
       this.log.debug({ reqId: ctx.requestId, err }, 'error after the client left')
       return
     }
     const e = toGatewayError(err)
     if (e.status >= 500) this.log.error({ reqId: ctx.requestId, route: ctx.route, code: e.code, err: e.cause ?? e }, e.message)
-    ctx.send(e.status, errorBody(entry.dialect, e), e.headers, !ctx.bodyComplete)
+    this.respond(ctx, e.status, errorBody(ctx.dialect, e), e.headers)
+  }
+
+  /** The one way out for an answer: at once when the body is read, else after the rest of it (see Intake). */
+  private respond (ctx: RequestContext, status: number, body: unknown, headers: Record<string, string> | undefined, close = false): void {
+    if (!ctx.live || ctx.answered) return
+    ctx.answered = true
+    const intake = ctx.intake
+    if (intake !== undefined && !intake.complete) intake.answerAfterBody({ status, body, headers, close })
+    else ctx.send(status, body, headers, close)
+  }
+
+  private readonly refuseFraming = (ctx: RequestContext, err: GatewayError): void => {
+    if (!ctx.live) return
+    ctx.answered = true
+    ctx.send(err.status, errorBody(ctx.dialect, err), undefined, true)
   }
 
   private finish (ctx: RequestContext, status: number): void {
+    ctx.intake?.close()
     const seconds = (performance.now() - ctx.startedAt) / 1000
-    const key = `${ctx.method} ${status} ${ctx.route}`
-    let series = this.series.get(key)
-    if (!series) {
-      const labels = { method: ctx.method, route: ctx.route, status: String(status) }
-      series = { duration: this.duration.labels(labels), count: this.count.labels(labels) }
-      this.series.set(key, series)
-    }
-    series.duration.observe(seconds)
-    series.count.inc()
+    this.metrics.request(ctx.method, ctx.route, status, seconds)
     const line = { reqId: ctx.requestId, method: ctx.method, route: ctx.route, status, ms: Math.round(seconds * 1e5) / 100 }
     if (ctx.quiet) this.log.debug(line, 'request')
     else this.log.info(line, 'request')
@@ -226,6 +280,6 @@ export class HttpServer {
   }
 
   private settled (): void {
-    if (this.inFlight === 0 && this.running === 0 && this.drained) this.drained()
+    if (this.inFlight === 0 && this.running === 0 && this.allDone) this.allDone()
   }
 }

@@ -115,11 +115,13 @@ export class RunOutbox {
     for (const { key, value } of this.db.getRange()) {
       if (key !== WATERMARK && !this.resume(key, value, true, true)) finished.add(key)
     }
-    if (watermark !== undefined) {
-      for (const runId of this.store.runIdsFrom(`run-${timePrefix(watermark - CLOCK_SLACK_MS)}`)) {
-        if (!this.tracked.has(runId) && !finished.has(runId) && this.db.get(runId) === undefined) this.resume(runId, 0, false, true)
-      }
+    // No watermark: a new database, or a process that died before its first checkpoint; every run is a candidate.
+    const from = watermark === undefined ? undefined : `run-${timePrefix(watermark - CLOCK_SLACK_MS)}`
+    for (const runId of this.store.runIdsFrom(from)) {
+      if (!this.tracked.has(runId) && !finished.has(runId) && this.db.get(runId) === undefined) this.resume(runId, 0, false, true)
     }
+    // Every pending run now has a marker, so the runs made from here on are all a crash could leave unmarked.
+    this.db.put(WATERMARK, Date.now())
     this.checkpoints = setInterval(() => this.checkpoint(), CHECKPOINT_MS).unref()
     this.options.log.info({ runs: this.tracked.size, events: this.waiting }, 'run events left unpublished at the last stop are being published')
     this.flush()

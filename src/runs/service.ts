@@ -92,8 +92,8 @@ export class HarnessService {
   routes (): Route[] {
     const common = { errors: 'harness' as const }
     return [
-      { ...common, method: 'POST', path: '/runs', body: 'json', handler: ctx => this.runSync(ctx) },
-      { ...common, method: 'POST', path: '/runs:start', body: 'json', handler: ctx => this.runAsync(ctx) },
+      { ...common, method: 'POST', path: '/runs', body: 'json', authorize: ctx => this.gate.tenant(ctx.headers), handler: (ctx, tenant: string) => this.runSync(ctx, tenant) },
+      { ...common, method: 'POST', path: '/runs:start', body: 'json', authorize: ctx => this.gate.tenant(ctx.headers), handler: (ctx, tenant: string) => this.runAsync(ctx, tenant) },
       { ...common, method: 'GET', path: '/runs/{id}', handler: ctx => this.getRun(ctx) },
       { ...common, method: 'GET', path: '/runs/{id}/stream', handler: ctx => this.stream(ctx) },
       { ...common, method: 'POST', path: '/runs/{id}/cancel', handler: ctx => this.cancel(ctx) },
@@ -117,20 +117,19 @@ export class HarnessService {
     if (removed > 0) this.log.info({ removed }, 'terminal runs past retention removed')
   }
 
-  private async begin (ctx: RequestContext): Promise<RunRecord> {
-    const tenant = await this.gate.tenant(ctx.headers)
+  private async begin (ctx: RequestContext, tenant: string): Promise<RunRecord> {
     const request = parseRunRequest(ctx.json(), m => this.manager.hasMode(m), DEFAULT_MODE)
     return this.manager.start({ tenant, ...request })
   }
 
-  private async runSync (ctx: RequestContext): Promise<Reply> {
-    const started = await this.begin(ctx)
+  private async runSync (ctx: RequestContext, tenant: string): Promise<Reply> {
+    const started = await this.begin(ctx, tenant)
     const record = (await this.manager.waitForEnd(started.run_id, this.config.harnessSyncTimeoutMs))!
     return this.withEvents(isTerminal(record.status) ? 200 : 202, record)
   }
 
-  private async runAsync (ctx: RequestContext): Promise<Reply> {
-    const record = await this.begin(ctx)
+  private async runAsync (ctx: RequestContext, tenant: string): Promise<Reply> {
+    const record = await this.begin(ctx, tenant)
     const self = `/runs/${record.run_id}`
     return { status: 202, body: { run_id: record.run_id, status: record.status, links: { self, stream: `${self}/stream`, cancel: `${self}/cancel` } } }
   }

@@ -78,9 +78,9 @@ export class RunStore {
     }
   }
 
-  /** Ids of the runs whose id sorts at or after `from` (run ids sort by creation time). */
-  * runIdsFrom (from: string): Generator<string> {
-    for (const key of this.runs.getKeys({ start: from })) yield key
+  /** Ids of the runs whose id sorts at or after `from` (run ids sort by creation time), or of all runs. */
+  * runIdsFrom (from?: string): Generator<string> {
+    for (const key of this.runs.getKeys(from === undefined ? {} : { start: from })) yield key
   }
 
   /** Removes terminal runs that ended before `cutoff` (ms), with their events, except those `keep` holds; returns how many. */

@@ -1,1 +1,2 @@
 export { openState, checkState, type StateStore } from './lmdb.js'
+export { Incarnation, type Owner, HEARTBEAT_MS, STALE_MS } from './incarnation.js'

@@ -1,21 +1,36 @@
 import { randomBytes } from 'node:crypto'
 import { constants } from 'node:fs'
-import { access, mkdir, open, rename, rm, type FileHandle } from 'node:fs/promises'
-import { dirname, join, resolve } from 'node:path'
-import type { ByteSource, ObjectStore, PutOptions, StoredObject } from './types.js'
+import { access, mkdir, open, readdir, rename, rm, rmdir, type FileHandle } from 'node:fs/promises'
+import { dirname, join, resolve, sep } from 'node:path'
+import { soleOwner, type ByteSource, type ObjectStore, type ProcessOwner, type PutOptions, type StoredObject } from './types.js'
 import type { SlabPool } from './slabs.js'
 import { writeObject, type ObjectWriter } from './write-object.js'
 
+/**
+ * Objects under DATA_DIR/objects/{key}. An object is written to a partial
+ * file in `objects/.partial/` named after the writing process's incarnation,
+ * and renamed to its key, creating its folders, only once complete. So a
+ * failed or killed upload never leaves a folder behind, and the partial
+ * files of a process that died are found at start without walking the tree.
+ * Deleting an object removes the folders it leaves empty.
+ */
 export class FsObjectStore implements ObjectStore {
   readonly kind = 'fs'
   readonly root: string
+  private readonly staging: string
 
-  constructor (dataDir: string, readonly slabs: SlabPool, private readonly queueSize: number) {
+  constructor (dataDir: string, readonly slabs: SlabPool, private readonly queueSize: number, private readonly owner: ProcessOwner = soleOwner()) {
     this.root = resolve(dataDir, 'objects')
+    // Never a key's first folder: a tenant cannot start with a dot.
+    this.staging = join(this.root, '.partial')
   }
 
+  /** Makes the folders, and removes the partial files of processes that are gone. */
   async start (): Promise<void> {
-    await mkdir(this.root, { recursive: true })
+    await mkdir(this.staging, { recursive: true })
+    for (const name of await readdir(this.staging)) {
+      if (!this.owner.isAlive(name.slice(0, name.indexOf('.')))) await rm(join(this.staging, name), { force: true })
+    }
   }
 
   async probe (): Promise<void> {
@@ -23,25 +38,35 @@ export class FsObjectStore implements ObjectStore {
   }
 
   async put (key: string, body: ByteSource, _contentType: string, options: PutOptions): Promise<StoredObject> {
-    const path = join(this.root, key)
-    await mkdir(dirname(path), { recursive: true })
-    const stored = await writeObject(body, new FileWriter(path), this.slabs, { ...options, queueSize: this.queueSize })
+    const partial = join(this.staging, `${this.owner.id}.${randomBytes(6).toString('hex')}`)
+    const stored = await writeObject(body, new FileWriter(partial, join(this.root, key)), this.slabs, { ...options, queueSize: this.queueSize })
     return { key, ...stored }
   }
 
   async delete (key: string): Promise<void> {
-    await rm(join(this.root, key), { force: true })
+    const path = join(this.root, key)
+    await rm(path, { force: true })
+    await this.removeEmptyFolders(dirname(path))
+  }
+
+  /** Up from `dir` to the root (kept), each folder while it is empty. A folder another upload fills meanwhile stays. */
+  private async removeEmptyFolders (dir: string): Promise<void> {
+    for (let at = dir; at.startsWith(this.root + sep); at = dirname(at)) {
+      try {
+        await rmdir(at)
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'ENOENT') return
+      }
+    }
   }
 }
 
-/** Written beside the target under a temporary name, each part at its offset, renamed when complete. */
+/** Each part written at its offset in the partial file; the file is renamed to the object's path when complete. */
 class FileWriter implements ObjectWriter {
-  private readonly partial: string
   private readonly file: Promise<FileHandle>
   private position = 0
 
-  constructor (private readonly path: string) {
-    this.partial = `${path}.partial-${randomBytes(6).toString('hex')}`
+  constructor (private readonly partial: string, private readonly path: string) {
     this.file = open(this.partial, 'w')
     this.file.catch(() => undefined)
   }
@@ -55,6 +80,7 @@ class FileWriter implements ObjectWriter {
   async complete (rest: Uint8Array): Promise<{ uri: string, etag: string }> {
     await this.part(rest)
     await (await this.file).close()
+    await mkdir(dirname(this.path), { recursive: true })
     await rename(this.partial, this.path)
     return { uri: `file://${this.path}`, etag: '' }
   }

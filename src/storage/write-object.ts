@@ -3,10 +3,13 @@ import type { SlabPool } from './slabs.js'
 
 /** Where an object's bytes go, part by part; what `ObjectStore.put` streams into. */
 export interface ObjectWriter {
-  /** Stores the next full part. Called in order; up to `queueSize` run at once. */
-  part(bytes: Uint8Array): Promise<void>
+  /**
+   * Stores the next full part. Called in order; up to `queueSize` run at once.
+   * `signal` aborts when the write fails (the client left, another part failed).
+   */
+  part(bytes: Uint8Array, signal: AbortSignal): Promise<void>
   /** Stores what followed the last full part (possibly nothing) and finishes the object. */
-  complete(rest: Uint8Array): Promise<{ uri: string, etag: string }>
+  complete(rest: Uint8Array, signal: AbortSignal): Promise<{ uri: string, etag: string }>
   /** Leaves nothing behind (no partial file, no open multipart upload); safe after any failure. */
   abort(): Promise<void>
 }
@@ -20,14 +23,16 @@ const noObserver = async (): Promise<void> => {}
 
 /**
  * Copies `body` into slabs of the shared pool and hands each full slab to the
- * writer and the observer at once. Reading waits whenever the pool is spent or
- * `queueSize` parts are outstanding, which is what pauses the client's socket.
- * Any failure (the body, a part, the observer, `signal`) stops the reading,
- * even a read still waiting for the client, waits for the parts in flight to
- * settle and aborts the writer.
+ * writer and the observer at once. Reading waits whenever the pool (or the
+ * tenant's share of it) is spent or `queueSize` parts are outstanding, which
+ * is what pauses the client's socket. Any failure (the body, a part, the
+ * observer, `signal`, a wait for a slab past its limit) stops the reading,
+ * even a read still waiting for the client, cuts the parts in flight short,
+ * waits for them to settle and aborts the writer.
  */
 export async function writeObject (body: ByteSource, writer: ObjectWriter, slabs: SlabPool, options: WriteOptions): Promise<{ uri: string, etag: string, size: number }> {
   const observe = options.observe ?? noObserver
+  const lease = slabs.lease(options.tenant ?? '')
   const failed = new AbortController()
   const signal = AbortSignal.any([options.signal, failed.signal])
   let stop: (reason: unknown) => void = () => {}
@@ -37,9 +42,9 @@ export async function writeObject (body: ByteSource, writer: ObjectWriter, slabs
   signal.addEventListener('abort', onAbort, { once: true })
   const pending = new Set<Promise<void>>()
   const ship = (full: Uint8Array): void => {
-    const done: Promise<void> = Promise.all([observe(full), writer.part(full)])
+    const done: Promise<void> = Promise.all([observe(full), writer.part(full, signal)])
       .then(() => undefined, (err: Error) => { failed.abort(err); throw err })
-      .finally(() => { pending.delete(done); slabs.release(full) })
+      .finally(() => { pending.delete(done); lease.release(full) })
     done.catch(() => undefined)
     pending.add(done)
   }
@@ -49,7 +54,7 @@ export async function writeObject (body: ByteSource, writer: ObjectWriter, slabs
   let filled = 0
   let size = 0
   try {
-    slab = await slabs.acquire(signal)
+    slab = await lease.acquire(signal)
     while (true) {
       const next = await Promise.race([chunks.next(), stopped])
       if (next.done === true) break
@@ -64,14 +69,14 @@ export async function writeObject (body: ByteSource, writer: ObjectWriter, slabs
         ship(slab)
         slab = undefined
         while (pending.size >= options.queueSize) await Promise.race(pending)
-        slab = await slabs.acquire(signal)
+        slab = await lease.acquire(signal)
         filled = 0
       }
     }
     const rest = slab.subarray(0, filled)
     await observe(rest)
     await Promise.all(pending)
-    return { ...await writer.complete(rest), size }
+    return { ...await writer.complete(rest, signal), size }
   } catch (err) {
     failed.abort(err)
     await Promise.allSettled(pending)
@@ -79,6 +84,7 @@ export async function writeObject (body: ByteSource, writer: ObjectWriter, slabs
     throw err
   } finally {
     signal.removeEventListener('abort', onAbort)
-    if (slab) slabs.release(slab)
+    if (slab) lease.release(slab)
+    lease.close()
   }
 }

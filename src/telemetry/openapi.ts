@@ -21,7 +21,7 @@ export const telemetryOpenApi = {
           403: { description: 'Token lacks asset:track:write' },
           413: { description: 'Body larger than TELEMETRY_MAX_BODY' },
           500: { description: 'Failed to publish message', content: { 'application/json': { schema: errorBody('error') } } },
-          503: { description: 'Too many records pending; see Retry-After' }
+          503: { description: 'Too many records pending, the bus is known to be down, or the server is draining; see Retry-After' }
         }
       }
     }

@@ -1,5 +1,5 @@
 import type { BusMessage } from '../bus/index.js'
-import { compileSchema, errorMap, REQUEST_ID } from '../validation/index.js'
+import { compileSchema, errorMap, jsonTextProblems, labelProblem, REQUEST_ID } from '../validation/index.js'
 import { assetTrackingSchema } from './schema.js'
 
 export interface AssetTrackingData {
@@ -26,22 +26,49 @@ export function headerErrors (headers: Readonly<Record<string, string>>): Record
   return errors
 }
 
-/** Every problem with the request, or an empty map. */
-export function recordErrors (record: unknown, headers: Readonly<Record<string, string>>): Record<string, string> {
+/**
+ * Every problem with the request, or an empty map. `raw`, the bytes `record`
+ * was parsed from, is checked for what the parsed value cannot show
+ * (duplicated keys, numbers beyond JSON, nesting): the published message is
+ * those bytes, so they must mean exactly what was validated.
+ */
+export function recordErrors (record: unknown, headers: Readonly<Record<string, string>>, raw?: Uint8Array): Record<string, string> {
   const errors = headerErrors(headers)
-  if (!validateRecord(record)) Object.assign(errors, errorMap(validateRecord.errors))
+  if (raw !== undefined) {
+    const problems = jsonTextProblems(raw, record)
+    for (const key in problems) errors[key] ??= problems[key]!
+  }
+  if (!validateRecord(record)) {
+    const problems = errorMap(validateRecord.errors)
+    for (const key in problems) errors[key] ??= problems[key]!
+  } else {
+    const problem = labelProblem(record.asset_id)
+    if (problem !== undefined) errors['assetId'] ??= problem
+  }
   return errors
 }
 
 export const TELEMETRY_SCHEMA_HEADER = 'asset-tracking-data@1'
 
 /**
+ * The id consumers drop duplicates by: a record the client sends again (the
+ * same X-Request-Id, after a 5xx that may have been written) gets the same
+ * one. It is scoped by the tenant key (issuer and client_id), which cannot
+ * hold a `/`, so no two clients, of one issuer or two, share an id.
+ */
+export function messageId (tenantKey: string, requestId: string): string {
+  return `${tenantKey}/${requestId}`
+}
+
+/**
  * The bus message: the record exactly as received plus `client_id`,
  * `received_at` and `request_id`. The additions are spliced into the received
  * bytes rather than re-serialising the record, which keeps unknown fields and
  * number formatting byte-for-byte and saves a JSON.stringify per request.
+ * That is safe because recordErrors refused every body whose bytes a consumer
+ * could read differently from the value validated (duplicate keys, ±Infinity).
  */
-export function toMessage (record: AssetTrackingData, raw: Buffer, clientId: string, requestId: string, receivedAt: string): BusMessage {
+export function toMessage (record: AssetTrackingData, raw: Buffer, clientId: string, requestId: string, receivedAt: string, tenantKey = clientId): BusMessage {
   const extra = { client_id: clientId, received_at: receivedAt, request_id: requestId }
   let value: string
   const end = raw.lastIndexOf(0x7d) // '}'
@@ -50,5 +77,5 @@ export function toMessage (record: AssetTrackingData, raw: Buffer, clientId: str
   } else {
     value = JSON.stringify({ ...record, ...extra })
   }
-  return { key: record.asset_id, value, headers: { 'x-request-id': requestId, 'client-id': clientId, schema: TELEMETRY_SCHEMA_HEADER } }
+  return { key: record.asset_id, value, headers: { 'x-request-id': requestId, 'client-id': clientId, schema: TELEMETRY_SCHEMA_HEADER, 'message-id': messageId(tenantKey, requestId) } }
 }

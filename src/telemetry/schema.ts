@@ -1,3 +1,5 @@
+import { LABEL_MAX } from '../validation/index.js'
+
 /**
  * AssetTrackingData as a JSON Schema: compiled once for validation and served
  * as-is in /openapi.json. Unknown properties are allowed at every level and
@@ -34,7 +36,8 @@ export const assetTrackingSchema = {
   type: 'object',
   required: ['asset_id', 'timestamp'],
   properties: {
-    asset_id: { type: 'string', pattern: '\\S', 'x-error': 'must be a non-blank string' },
+    // Also a label (checked in record.ts, where each problem gets its own message).
+    asset_id: { type: 'string', pattern: '\\S', 'x-error': 'must be a non-blank string', description: `bus key: non-blank, at most ${LABEL_MAX} characters, well-formed Unicode without control characters` },
     timestamp: isoTimestamp,
     type: { type: 'string' },
     owner: { type: 'string' },
@@ -63,7 +66,8 @@ export const assetTrackingSchema = {
           properties: { rotation_rate_x: range(-10, 10, ' rad/s'), rotation_rate_y: range(-10, 10, ' rad/s'), rotation_rate_z: range(-10, 10, ' rad/s') }
         },
         odometer: nonNegative('km'),
-        engine_status: { enum: [0, 1], 'x-error': 'must be 1 (on) or 0 (off)' }
+        // The origin system's clients send a boolean; the spec says 1/0.
+        engine_status: { enum: [0, 1, true, false], 'x-error': 'must be 1 or true (on), 0 or false (off)' }
       }
     },
     driver_info: object,

@@ -1,4 +1,4 @@
-import type { TokenVerifier } from '../auth/index.js'
+import type { TokenClaims, TokenVerifier } from '../auth/index.js'
 import { MicroBatcher, type Bus } from '../bus/index.js'
 import type { Config } from '../config/index.js'
 import { type Reply, type RequestContext, type Route } from '../http/index.js'
@@ -8,6 +8,14 @@ import { recordErrors, toMessage, type AssetTrackingData } from './record.js'
 export const TELEMETRY_SCOPE = 'asset:track:write'
 /** Serialised once: every accepted record gets these same bytes. */
 const SUCCESS: Reply = { status: 200, body: Buffer.from(JSON.stringify({ status: 'success', message: 'message sent successfully' })), headers: { 'content-type': 'application/json' } }
+
+/**
+ * The answer while the bus is known to be down: nothing was sent, so a
+ * retry is safe, and the client learns at once instead of after the deadline.
+ */
+function busUnavailable (reason: string): GatewayError {
+  return new GatewayError('bus_unavailable', 'Failed to publish message', { headers: { 'retry-after': '1' }, details: { detail: `bus unavailable: ${reason}` } })
+}
 
 /** `POST /v1/asset/track`: authenticate, validate, batch onto the bus, answer on acknowledgment. */
 export class TelemetryService {
@@ -19,20 +27,32 @@ export class TelemetryService {
       lingerMs: config.telemetryLingerMs,
       maxPending: config.telemetryMaxPending,
       timeoutMs: config.telemetryPublishTimeoutMs,
-      publish: messages => bus.publish(config.topicTelemetry, messages)
+      publish: messages => bus.publish(config.topicTelemetry, messages),
+      refuse: () => {
+        const reason = bus.unavailable()
+        return reason === undefined ? undefined : busUnavailable(reason)
+      }
     })
   }
 
   routes (): Route[] {
-    return [{ method: 'POST', path: '/v1/asset/track', body: 'json', bodyLimit: this.config.telemetryMaxBody, errors: 'telemetry', handler: ctx => this.track(ctx) }]
+    const track: Route<TokenClaims> = {
+      method: 'POST',
+      path: '/v1/asset/track',
+      body: 'json',
+      bodyLimit: this.config.telemetryMaxBody,
+      errors: 'telemetry',
+      authorize: ctx => this.verifier.verify(ctx.headers['authorization'], TELEMETRY_SCOPE),
+      handler: (ctx, claims) => this.track(ctx, claims)
+    }
+    return [track]
   }
 
-  private async track (ctx: RequestContext): Promise<Reply> {
-    const claims = await this.verifier.verify(ctx.headers['authorization'], TELEMETRY_SCOPE)
+  private async track (ctx: RequestContext, claims: TokenClaims): Promise<Reply> {
     const record = ctx.json()
-    const errors = recordErrors(record, ctx.headers)
+    const errors = recordErrors(record, ctx.headers, ctx.rawBody)
     if (Object.keys(errors).length > 0) throw new GatewayError('validation_error', 'Validation failed', { details: errors })
-    const message = toMessage(record as AssetTrackingData, ctx.rawBody!, claims.client_id, ctx.requestId, new Date().toISOString())
+    const message = toMessage(record as AssetTrackingData, ctx.rawBody!, claims.client_id, ctx.requestId, new Date().toISOString(), claims.tenantKey)
     await this.batcher.add(message)
     return SUCCESS
   }

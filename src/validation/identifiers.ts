@@ -21,6 +21,9 @@ export function isStorageId (value: unknown): value is string {
   return typeof value === 'string' && STORAGE_ID.test(value)
 }
 
+/** What STORAGE_ID asks, as an error message says it. */
+export const STORAGE_ID_RULE = 'must be 1 to 128 ASCII letters, digits, ".", "_", ":", "@" or "-", starting with a letter or digit'
+
 /** Longest label, in UTF-16 code units. */
 export const LABEL_MAX = 256
 

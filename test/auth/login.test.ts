@@ -68,20 +68,19 @@ t.test('a wrong client_id and a wrong secret get the same 401', async t => {
   t.same(wrongSecret.body, wrongId.body, 'nothing tells which part was wrong')
 })
 
+t.test('a client_id outside the identifier grammar is the same 401, never a 500', async t => {
+  const { url } = await startTestGateway(t)
+  for (const id of ['x'.repeat(5000), '../../x', 'cA/../cB', 'nul\u0000', 'lone\ud800', '..']) {
+    const res = await post(url, { ...good, client_id: id })
+    t.same([res.status, res.body], [401, { error: 'access_denied', error_description: 'unauthorized client credentials' }], id.slice(0, 20))
+  }
+})
+
 t.test('an audience the client may not use is 403 access_denied', async t => {
   const { url } = await startTestGateway(t)
   const res = await post(url, { ...good, audience: 'billing-api' })
   t.equal(res.status, 403)
   t.same(res.body, { error: 'access_denied', error_description: 'client is not authorized for audience billing-api' })
-})
-
-t.test('repeated failures are rate limited with 429 and Retry-After, even with the right secret', async t => {
-  const { url } = await startTestGateway(t, { AUTH_MAX_FAILURES: '3', AUTH_FAILURE_WINDOW_S: '60' })
-  for (let i = 0; i < 3; i++) t.equal((await post(url, { ...good, client_secret: 'guess' + i })).status, 401)
-  const limited = await post(url, good)
-  t.equal(limited.status, 429)
-  t.same(limited.body, { error: 'slow_down', error_description: 'too many failed logins; retry later' })
-  t.ok(Number(limited.headers.get('retry-after')) > 0 && Number(limited.headers.get('retry-after')) <= 60)
 })
 
 t.test('the token kid is one the JWKS publishes', async t => {

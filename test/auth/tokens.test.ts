@@ -63,3 +63,17 @@ t.test('a cached token still expires', async t => {
   clock.now += 61_000
   await t.rejects(verifier.verify(`Bearer ${token}`, 'asset:track:write'), { code: 'unauthorized', status: 401 }, 'rejected once expired')
 })
+
+t.test('claims carry the tenant key; an id outside the grammar is 403 with the claim named', async t => {
+  const { verifier, sign } = await setup(t)
+  const ok = await verifier.verify(`Bearer ${await sign({ client_id: 'cam-7', tenant: 'acme' })}`, 'asset:track:write')
+  t.equal(ok.tenantKey, 'cam-7', 'this issuer\'s tokens: the bare client_id')
+  t.equal(ok.iss, 'https://gw/')
+  for (const bad of ['../x', 'a/b', '..', 'x'.repeat(129), 'nul\u0000', 'lone\ud800', 'tilde~tag', '']) {
+    if (bad !== '') {
+      await t.rejects(verifier.verify(`Bearer ${await sign({ client_id: bad })}`, 'asset:track:write'), { code: 'forbidden', status: 403, details: { authorization: /^client_id claim must be/ } }, `client_id ${JSON.stringify(bad)}`)
+    }
+    await t.rejects(verifier.verify(`Bearer ${await sign({ tenant: bad })}`, 'asset:track:write'), { code: 'forbidden', status: 403, details: { authorization: /^tenant claim must be/ } }, `tenant ${JSON.stringify(bad)}`)
+  }
+  await t.rejects(verifier.verify(`Bearer ${await sign({ client_id: undefined, sub: '../x' })}`, 'asset:track:write'), { code: 'forbidden' }, 'sub standing in for client_id is held to the same grammar')
+})

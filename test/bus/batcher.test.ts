@@ -92,3 +92,32 @@ t.test('push: no promise; failed gets each refused, failed or timed-out record o
   await new Promise(resolve => setTimeout(resolve, 60))
   t.same(timedOut, ['publish_failed 5'])
 })
+
+t.test('while refuse() gives an error, records fail with it at once: new ones and queued ones, never sent', async t => {
+  const { GatewayError } = await import('../../src/errors.js')
+  let down: string | undefined
+  let release: () => void = () => {}
+  const sent: string[] = []
+  const b = batcher({
+    maxBatch: 2,
+    timeoutMs: 60_000,
+    refuse: () => down === undefined ? undefined : new GatewayError('bus_unavailable', 'Failed to publish message', { details: { detail: down } }),
+    publish: async messages => {
+      sent.push(...messages.map(m => m.value as string))
+      if (sent.length === 1) await new Promise<void>(resolve => { release = resolve })
+    }
+  })
+  const inFlight = b.add(msg(0))
+  await new Promise(resolve => setTimeout(resolve, 5))
+  const queued = [b.add(msg(1)), b.add(msg(2)), b.add(msg(3))]
+  down = 'broker gone'
+  await t.rejects(b.add(msg(4)), { code: 'bus_unavailable', details: { detail: 'broker gone' } }, 'a new record is refused without waiting')
+  release()
+  await inFlight
+  for (const q of queued) await t.rejects(q, { code: 'bus_unavailable' }, 'a queued record is refused when its batch would leave')
+  t.same(sent, ['0'], 'only the batch already in flight was sent')
+  t.equal(b.pending, 0)
+  down = undefined
+  await b.add(msg(5))
+  t.same(sent, ['0', '5'], 'sends again once the bus is up')
+})

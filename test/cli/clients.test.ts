@@ -1,11 +1,12 @@
 import t from 'tap'
 import '../helpers/no-keepalive.js'
-import { runGateway } from '../helpers/child.js'
-import { startTestGateway } from '../helpers/gateway.js'
+import { runGateway, spawnGateway } from '../helpers/child.js'
+import { startTestGateway, writeJson } from '../helpers/gateway.js'
 
 async function loginStatus (url: string, clientId: string, secret: string): Promise<number> {
   const res = await fetch(`${url}/api/v1/login`, {
     method: 'POST',
+    headers: { 'content-type': 'application/json' },
     body: JSON.stringify({ grant_type: 'client_credentials', client_id: clientId, client_secret: secret, audience: 'evidence-gateway' })
   })
   return res.status
@@ -57,4 +58,36 @@ t.test('usage errors exit 2 with the usage', async t => {
   const res = await runGateway(['clients', 'add'], { DATA_DIR: t.testdir() })
   t.equal(res.code, 2)
   t.match(res.stderr, /usage:/)
+})
+
+t.test('clients add refuses an id or tenant that could not be a storage prefix', async t => {
+  const env = { DATA_DIR: t.testdir() }
+  for (const [args, message] of [
+    [['../../tmp/x'], /client_id "\.\.\/\.\.\/tmp\/x" must be 1 to 128 ASCII letters/],
+    [['cA/../cB'], /client_id "cA\/\.\.\/cB" must be/],
+    [['..'], /client_id "\.\." must be/],
+    [['a'.repeat(300)], /client_id "a{300}" must be/],
+    [['cam\u0001'], /client_id "cam\\u0001" must be/],
+    [['cam-8', '--tenant', 'a/b'], /tenant "a\/b" of client cam-8 must be/]
+  ] as const) {
+    const res = await runGateway(['clients', 'add', ...args, '--audience', 'a', '--scope', 's'], env)
+    t.not(res.code, 0, `${args[0].slice(0, 20)}: refused`)
+    t.match(res.stderr, message)
+    t.match(res.stderr, /docs\/identifiers\.md/)
+  }
+  t.equal((await runGateway(['clients', 'list'], env)).stdout, '', 'nothing was stored')
+})
+
+t.test('AUTH_CLIENTS_FILE with a client_id or tenant outside the grammar stops start-up with a clear message', async t => {
+  const dir = t.testdir()
+  for (const [entry, message] of [
+    [{ client_id: '../../../tmp/x' }, /AUTH_CLIENTS_FILE .*: client_id "\.\.\/\.\.\/\.\.\/tmp\/x" must be 1 to 128 ASCII letters, digits/],
+    [{ client_id: 'cam-9', tenant: 'acme/../other' }, /AUTH_CLIENTS_FILE .*: tenant "acme\/\.\.\/other" of client cam-9 must be/]
+  ] as const) {
+    const file = writeJson(dir, 'clients.json', [{ client_secret: 'x', audiences: ['a'], scopes: ['s'], ...entry }])
+    const gw = spawnGateway(t, ['start'], { DATA_DIR: dir, AUTH_CLIENTS_FILE: file })
+    const outcome = await Promise.race([gw.exit, gw.waitFor('gateway listening').then(() => 'listening', () => 'exited')])
+    t.equal(outcome, 1, 'exits 1 before listening')
+    t.match(gw.stderr(), message)
+  }
 })

@@ -40,6 +40,10 @@ t.test('an unknown variable under our prefixes is refused, with a suggestion', a
   t.doesNotThrow(() => loadConfig({ HOME: '/root', NODE_OPTIONS: '' }), 'variables outside our prefixes are not ours to judge')
 })
 
+t.test('variables of the tools around the gateway do not stop it', async t => {
+  t.doesNotThrow(() => loadConfig({ GATEWAY_INFRA_RUN: '/tmp/gw-infra-x', GATEWAY_INFRA_CACHE: '/tmp/cache', GATEWAY_ANYTHING: '1' }))
+})
+
 t.test('every problem is reported at once', async t => {
   try {
     loadConfig({ PORT: 'x', BUS: 'y', AUTH_TYPO: 'z' })

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { parseEnvelope, eventTypeAllowlist } from '../../src/evidence/index.js'
+import { parseEnvelope, eventTypeAllowlist, publishingClientId } from '../../src/evidence/index.js'
 
 const allow = eventTypeAllowlist(['warehouse.dock.forklift'])
 const base = { schema_version: '1.0', event_type: 'warehouse.restricted_zone.person', occurred_at: '2026-11-22T08:00:00Z', subject: { device_id: 'cam-3' } }
@@ -37,6 +37,13 @@ const rules: Array<[string, object, object, string, RegExp]> = [
   ['media hint duration number', { media: [{ duration_seconds: 12.5, ref: 'front' }] }, { media: [{ duration_seconds: 'long' }] }, 'media[0].durationSeconds', /number/],
   ['attributes object', { attributes: { plate: 'B-XY 123' } }, { attributes: 'plate' }, 'attributes', /object/],
   ['event_id safe for an object key', { event_id: 'evt-1' }, { event_id: '../../other-tenant/x' }, 'eventId', /letters, digits/],
+  ['event_id is the storage grammar', { event_id: 'cam3@site:2026.1_a-b' }, { event_id: 'x~tag' }, 'eventId', /^must be 1 to 128 ASCII letters/],
+  ['event_id at most 128', { event_id: 'e'.repeat(128) }, { event_id: 'e'.repeat(129) }, 'eventId', /1 to 128/],
+  ['subject.client_id is a storage id', { subject: { device_id: 'x', client_id: 'cam-7' } }, { subject: { device_id: 'x', client_id: 'a/../b' } }, 'subject.clientId', /^must be 1 to 128 ASCII letters/],
+  ['subject.device_id is a label: no NUL', { subject: { device_id: 'Kamera Süd 📷' } }, { subject: { device_id: 'cam\u0000' } }, 'subject.deviceId', /control characters/],
+  ['subject.device_id is a label: no lone surrogate', { subject: { device_id: '📷' } }, { subject: { device_id: '\udc00cam' } }, 'subject.deviceId', /well-formed/],
+  ['subject.device_id is a label: at most 256', { subject: { device_id: 'd'.repeat(256) } }, { subject: { device_id: 'd'.repeat(257) } }, 'subject.deviceId', /at most 256/],
+  ['subject.device_id is a label: not empty', {}, { subject: { device_id: '' } }, 'subject.deviceId', /must not be empty/],
   ['top-level client_id refused', {}, { client_id: 'someone' }, 'clientId', /must not be sent/]
 ]
 
@@ -56,4 +63,18 @@ t.test('an event_type outside the allowlist is unknown_event_type keyed event_ty
 t.test('not JSON, or not an object', async t => {
   t.throws(() => parseEnvelope('{', allow), { code: 'validation_error', details: { envelope: 'must be valid JSON' } })
   t.throws(() => parseEnvelope('[1]', allow), { code: 'validation_error', details: { envelope: 'must be a JSON object' } })
+})
+
+t.test('a bad device_id is reported with every other problem at once', async t => {
+  t.same(details({ ...base, event_type: undefined, subject: { device_id: 'cam\n' } }), { eventType: 'is required', 'subject.deviceId': 'must not contain control characters' })
+})
+
+t.test('subject.client_id: the caller\'s own, or another with stream:write:any-client, else 403', async t => {
+  const named = (clientId?: string) => parseEnvelope(JSON.stringify({ ...base, subject: { device_id: 'cam-3', ...(clientId ? { client_id: clientId } : {}) } }), allow)
+  t.equal(publishingClientId(named(), 'cam-7', 'stream:write'), 'cam-7', 'no override: the caller')
+  t.equal(publishingClientId(named('cam-7'), 'cam-7', 'stream:write'), 'cam-7', 'naming oneself is no override')
+  t.equal(publishingClientId(named('other'), 'bridge', 'stream:write stream:write:any-client'), 'other', 'with the scope: the named client')
+  t.throws(() => publishingClientId(named('other'), 'cam-7', 'stream:write stream:write:any-clientx'), {
+    code: 'forbidden', status: 403, details: { 'subject.clientId': "may name only the token's own client_id without scope stream:write:any-client" }
+  })
 })

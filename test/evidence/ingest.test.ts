@@ -15,10 +15,16 @@ async function setup (t: any, env: Record<string, string> = {}) {
     const root = join(gw.dataDir, 'objects')
     return existsSync(root) ? readdirSync(root, { recursive: true, withFileTypes: true }).filter(d => d.isFile()).map(d => join(d.parentPath, d.name)) : []
   }
+  /** Folders under objects/ with nothing in them (the partial-file folder aside). */
+  const emptyFolders = (): string[] => {
+    const root = join(gw.dataDir, 'objects')
+    return readdirSync(root, { recursive: true, withFileTypes: true }).filter(d => d.isDirectory()).map(d => join(d.parentPath, d.name))
+      .filter(p => readdirSync(p).length === 0).map(p => p.slice(root.length + 1)).filter(p => p !== '.partial')
+  }
   const published = () => tailBus(gw.dataDir, 'stream.events.v1')
   /** The relay publishes after the 202: wait until `n` envelopes are on the bus. */
   const publishedAtLeast = (n: number) => eventually(published, m => m.length >= n)
-  return { ...gw, token, post, objects, published, publishedAtLeast }
+  return { ...gw, token, post, objects, emptyFolders, published, publishedAtLeast }
 }
 
 t.test('several clips: 202 with only the ack; objects stored; envelope published by reference', async t => {
@@ -43,7 +49,7 @@ t.test('several clips: 202 with only the ack; objects stored; envelope published
   const [m, ...more] = await publishedAtLeast(1)
   t.equal(more.length, 0, 'published once')
   t.equal(m!.key, `${CLIENT.client_id}/cam-3`)
-  t.same(m!.headers, { 'x-request-id': 'ev-req-1', 'client-id': CLIENT.client_id, schema: 'event-envelope@1.0' })
+  t.same(m!.headers, { 'x-request-id': 'ev-req-1', 'client-id': CLIENT.client_id, schema: 'event-envelope@1.0', 'message-id': `${CLIENT.client_id}/evt-multi` })
   const env = m!.value
   t.equal(env.client_id, CLIENT.client_id)
   t.equal(env.request_id, 'ev-req-1')
@@ -93,7 +99,8 @@ t.test('the same event_id while the first is still uploading is 409 idempotency_
 })
 
 t.test('uploads share one buffer budget: one past it waits, paused, until memory frees; /metrics shows both', async t => {
-  const { url, token, objects } = await setup(t, { S3_PART_SIZE: String(5 * 1024 * 1024), STORAGE_BUFFER_BYTES: String(5 * 1024 * 1024) })
+  // No wait limit in reach: this is about waiting until memory frees (slab-shares.test.ts has the limit).
+  const { url, token, objects } = await setup(t, { S3_PART_SIZE: String(5 * 1024 * 1024), STORAGE_BUFFER_BYTES: String(5 * 1024 * 1024), STORAGE_SLAB_WAIT_MS: '600000' })
   const port = Number(new URL(url).port)
   const gauge = async (name: string): Promise<number> => {
     const text = await (await fetch(new URL('/metrics', url))).text()
@@ -121,7 +128,7 @@ t.test('uploads share one buffer budget: one past it waits, paused, until memory
 })
 
 t.test('every 400 has its exact code and details, and nothing is stored or published', async t => {
-  const { post, objects, published } = await setup(t, { EVIDENCE_MAX_MEDIA: '2' })
+  const { post, objects, emptyFolders, published } = await setup(t, { EVIDENCE_MAX_MEDIA: '2' })
   const good = clip(20_000)
   const cases: Array<[string, Buffer, string, Record<string, string>]> = [
     ['missing event_type', multipartBody([envelopePart(baseEnvelope({ event_type: undefined }))]), 'validation_error', { eventType: 'is required' }],
@@ -150,6 +157,7 @@ t.test('every 400 has its exact code and details, and nothing is stored or publi
   t.equal(truncated.body.code, 'validation_error')
 
   t.same(objects(), [], 'no object left behind')
+  t.same(emptyFolders(), [], 'nor an empty event folder')
   t.same(await published(), [], 'nothing published')
   const retry = await post(multipartBody([envelopePart(baseEnvelope({ event_id: 'evt-after-fail', media: [{ checksum_sha256: 'c'.repeat(64) }] })), mediaPart(good.data)]))
   t.equal(retry.body.code, 'checksum_mismatch')
@@ -170,7 +178,7 @@ t.test('401 without a valid token, 403 without stream:write', async t => {
 })
 
 t.test('413 payload_too_large from Content-Length before reading, and by count', async t => {
-  const { url, post, objects, token } = await setup(t, { EVIDENCE_MAX_BYTES: '100000' })
+  const { url, post, objects, emptyFolders, token } = await setup(t, { EVIDENCE_MAX_BYTES: '100000' })
   const big = multipartBody([envelopePart(baseEnvelope()), mediaPart(clip(150_000).data)])
   const declared = await post(big)
   t.same([declared.status, declared.body], [413, { status: 'error', code: 'payload_too_large', details: { body: 'must not exceed 100000 bytes' } }])
@@ -184,4 +192,5 @@ t.test('413 payload_too_large from Content-Length before reading, and by count',
   t.match(text, /^HTTP\/1\.1 413 /)
   t.match(text, /"code":"payload_too_large"/)
   t.same(objects(), [], 'the partial object was removed')
+  t.same(emptyFolders(), [], 'and no folder was left for it')
 })

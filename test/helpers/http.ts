@@ -2,12 +2,12 @@ import './no-keepalive.js'
 import { connect, type Socket } from 'node:net'
 import pino from 'pino'
 import { Registry } from 'prom-client'
-import { HttpServer, loadUws, type Route } from '../../src/http/index.js'
+import { HttpServer, loadUws, type HttpServerOptions, type Route } from '../../src/http/index.js'
 
 interface Tap { teardown(fn: () => unknown): void }
 
 /** A bare HttpServer with the given routes on a free port. */
-export async function serve (t: Tap, routes: Route[], options: { streamHighWaterMark?: number } = {}): Promise<{ server: HttpServer, url: string, port: number, registry: Registry }> {
+export async function serve (t: Tap, routes: Route[], options: Partial<Omit<HttpServerOptions, 'name' | 'logger' | 'registry' | 'uws'>> = {}): Promise<{ server: HttpServer, url: string, port: number, registry: Registry }> {
   const registry = new Registry()
   const server = new HttpServer({ name: 'test', logger: pino({ level: 'silent' }), registry, uws: loadUws(false), ...options })
   for (const r of routes) server.route(r)

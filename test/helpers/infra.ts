@@ -44,22 +44,35 @@ export interface PrivateInfra {
   env: InfraEnv
   stopKafka(): Promise<void>
   startKafka(): Promise<void>
+  /** SIGKILL, as a crash; data and port kept. */
+  killMinio(): Promise<void>
+  /** Starts MinIO again on the same port with the same data. */
+  startMinio(): Promise<void>
+  /** SIGSTOP: connections are accepted and nothing is answered, until thawMinio (SIGCONT). */
+  freezeMinio(): Promise<void>
+  thawMinio(): Promise<void>
 }
 
 /**
- * A Kafka and MinIO of this test file alone, for tests that stop the broker:
- * stopping the shared one would break tests running beside them.
+ * A Kafka and MinIO of this test file alone, for tests that stop, kill or
+ * freeze them: doing that to the shared ones would break tests running
+ * beside them. `{ kafka: false }` starts MinIO only (faster).
  */
-export async function privateInfra (t: Tap): Promise<PrivateInfra | undefined> {
+export async function privateInfra (t: Tap, options: { kafka?: boolean } = {}): Promise<PrivateInfra | undefined> {
   if (!sharedInfra(t)) return undefined
   const runDir = mkdtempSync(join(tmpdir(), 'gw-infra-'))
   const opts = { env: { ...process.env, GATEWAY_INFRA_RUN: runDir }, maxBuffer: 1 << 20 }
-  t.teardown(() => run('bash', [INFRA, 'down'], opts))
-  const { stdout } = await run('bash', [INFRA, 'up'], opts)
+  const infra = async (command: string): Promise<void> => { await run('bash', [INFRA, command], opts) }
+  t.teardown(() => infra('down'))
+  const { stdout } = await run('bash', [INFRA, options.kafka === false ? 'up-minio' : 'up'], opts)
   const env = Object.fromEntries(stdout.split('\n').filter(l => l.includes('=')).map(l => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)])) as unknown as InfraEnv
   return {
     env,
-    stopKafka: async () => { await run('bash', [INFRA, 'down-kafka'], opts) },
-    startKafka: async () => { await run('bash', [INFRA, 'up-kafka'], opts) }
+    stopKafka: () => infra('down-kafka'),
+    startKafka: () => infra('up-kafka'),
+    killMinio: () => infra('kill-minio'),
+    startMinio: () => infra('up-minio'),
+    freezeMinio: () => infra('freeze-minio'),
+    thawMinio: () => infra('thaw-minio')
   }
 }

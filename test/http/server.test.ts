@@ -34,7 +34,7 @@ t.test('JSON bodies are parsed up to the route limit, 413 past it', async t => {
   const socket = await rawConnect(port)
   socket.write('POST /small HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n')
   socket.write('40\r\n' + 'x'.repeat(64) + '\r\n')
-  socket.write('10\r\n' + 'y'.repeat(16) + '\r\n')
+  socket.write('10\r\n' + 'y'.repeat(16) + '\r\n0\r\n\r\n')
   const text = await readResponse(socket, /payload_too_large/)
   t.match(text, /^HTTP\/1\.1 413 /, 'a chunked body is cut off when the count passes the limit')
   socket.destroy()
@@ -171,20 +171,14 @@ t.test('a streamed body past its limit fails with 413, by Content-Length or by c
   socket.write('POST /s HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n')
   socket.write('3e8\r\n' + 'x'.repeat(1000) + '\r\n')
   socket.write('1\r\ny\r\n')
+  socket.write('4\r\nGET \r\n0\r\n\r\n')
+  socket.write('POST /s HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nConnection: close\r\n\r\nabc')
   const text = await readResponse(socket)
   t.match(text, /^HTTP\/1\.1 413 /, 'counted past the limit without a Content-Length')
   t.match(text, /payload_too_large/)
-  t.equal(socket.readableEnded || socket.destroyed, true, 'the connection is closed: the rest of the body is not read as a request')
+  t.match(text, /HTTP\/1\.1 200 [^]*\{"n":3\}$/, 'the rest of the refused body is read and discarded, never parsed as a request')
   const ok = await fetch(`${url}/s`, { method: 'POST', body: 'x'.repeat(1000) })
   t.same(await ok.json(), { n: 1000 })
-})
-
-t.test('a 413 decided from Content-Length closes the connection instead of reading the refused body', async t => {
-  const { port } = await serve(t, [{ method: 'POST', path: '/s', body: 'stream', bodyLimit: 1000, handler: () => ({ status: 200 }) }])
-  const socket = await rawConnect(port)
-  socket.write('POST /s HTTP/1.1\r\nHost: x\r\nContent-Length: 5000\r\n\r\n')
-  t.match(await readResponse(socket, /\}$/), /^HTTP\/1\.1 413 /)
-  await t.resolves(until(() => socket.readableEnded || socket.destroyed, 2000), 'the server closed the connection')
 })
 
 t.test('close() waits for in-flight requests and refuses new ones on kept-alive connections', async t => {

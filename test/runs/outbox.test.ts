@@ -169,6 +169,31 @@ t.test('a crash (no shutdown) with the bus down: runs marked by a checkpoint and
   await first.outbox.stop(0)
 })
 
+t.test('a crash before the first checkpoint: the runs of the dead process are published by the next one', async t => {
+  const state = openState(t.testdir())
+  t.teardown(() => state.close())
+  const deadBus = fakeBus()
+  deadBus.down = true
+  const first = process(state, deadBus)
+  first.outbox.start()
+  const runs = await Promise.all(Array.from({ length: 5 }, () => first.run(2)))
+  for (const r of runs) await first.manager.waitForEnd(r.run_id, 10_000)
+  const inFlight = await first.hung()
+  await eventually(async () => first.store.get(inFlight.run_id)!.status, s => s === 'running', 10_000, 2)
+  t.same(markers(state), [], 'no checkpoint has marked anything yet')
+  const bus = fakeBus()
+  const second = process(state, bus)
+  t.equal(await second.manager.recover(), 1)
+  second.outbox.start()
+  await eventually(async () => second.outbox.waiting, n => n === 0)
+  const published = byRun(bus.taken)
+  for (const r of runs) t.same(published.get(r.run_id), dense(5), `${r.run_id}: all, once`)
+  t.same(published.get(inFlight.run_id), dense(3), 'and the end of the run in flight')
+  await second.outbox.stop(1000)
+  await first.manager.drain()
+  await first.outbox.stop(0)
+})
+
 t.test('past its memory bounds the relay spills to LMDB and still publishes everything once, in order', async t => {
   const state = openState(t.testdir())
   t.teardown(() => state.close())

@@ -1,8 +1,13 @@
 import t from 'tap'
+import { CreateMultipartUploadCommand, ListMultipartUploadsCommand } from '@aws-sdk/client-s3'
 import { createHash, randomBytes, randomUUID } from 'node:crypto'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { Readable } from 'node:stream'
 import { loadConfig } from '../../src/config/index.js'
-import { createObjectStore, type ObjectStore } from '../../src/storage/index.js'
+import { openState, type StateStore } from '../../src/state/index.js'
+import { createObjectStore, soleOwner, type ObjectStore } from '../../src/storage/index.js'
 import { eventually } from '../helpers/http.js'
 import { sharedInfra } from '../helpers/infra.js'
 import { objectKeys, openUploads, s3Client, sha256Of } from '../helpers/s3.js'
@@ -11,17 +16,27 @@ const MiB = 1024 * 1024
 const live = (): AbortSignal => new AbortController().signal
 const sha = (b: Buffer): string => createHash('sha256').update(b).digest('hex')
 
-async function setup (t: any, env: Record<string, string> = {}) {
+/** A state environment of the test's own; `close` after the stores using it have stopped. */
+function tempState (): { state: StateStore, close: () => Promise<void> } {
+  const dir = mkdtempSync(join(tmpdir(), 's3-store-'))
+  const state = openState(dir)
+  return { state, close: async () => { await state.close(); rmSync(dir, { recursive: true, force: true }) } }
+}
+
+async function setup (t: any, env: Record<string, string> = {}, shared?: StateStore) {
   const infra = sharedInfra(t)
   if (!infra) return undefined
-  const bucket = `store-${randomUUID()}`
+  const own = shared === undefined ? tempState() : undefined
+  const state = shared ?? own!.state
+  const bucket = env['S3_BUCKET'] ?? `store-${randomUUID()}`
   const config = loadConfig({
     STORAGE: 's3', S3_ENDPOINT: infra.S3_ENDPOINT, S3_FORCE_PATH_STYLE: 'true', S3_BUCKET: bucket, S3_REGION: infra.AWS_REGION,
     S3_PART_SIZE: String(5 * MiB), S3_QUEUE_SIZE: '2', ...env
   })
-  const store: ObjectStore = createObjectStore(config)
+  const store: ObjectStore = createObjectStore(config, state, soleOwner())
   await store.start()
-  return { store, bucket, s3: s3Client(infra) }
+  t.teardown(async () => { await store.stop?.(); await own?.close() })
+  return { store, bucket, state, s3: s3Client(infra) }
 }
 
 t.test('objects of every shape arrive whole: empty, one slab, an exact multiple of the part size, parts plus a rest', async t => {
@@ -38,7 +53,7 @@ t.test('objects of every shape arrive whole: empty, one slab, an exact multiple 
 })
 
 t.test('uploads that share a one-part budget all complete', async t => {
-  const s = await setup(t, { STORAGE_BUFFER_BYTES: String(5 * MiB) })
+  const s = await setup(t, { STORAGE_BUFFER_BYTES: String(5 * MiB), STORAGE_CLIENT_MAX_UPLOADS: '3' })
   if (!s) return
   const files = [randomBytes(11 * MiB), randomBytes(6 * MiB), randomBytes(MiB)]
   const stored = await Promise.all(files.map((f, i) => s.store.put(`shared/${i}`, Readable.from([f.subarray(0, 3 * MiB), f.subarray(3 * MiB)]), 'video/mp4', { signal: live() })))
@@ -59,3 +74,50 @@ t.test('an upload aborted after its first part leaves no multipart upload and no
   t.same(await objectKeys(s.s3, s.bucket), [])
 })
 
+
+t.test('an aborted upload leaves its record resolved: nothing in flight, nothing waiting for the sweep', async t => {
+  const s = await setup(t)
+  if (!s) return
+  const ac = new AbortController()
+  const body = new Readable({ read () {} })
+  body.push(randomBytes(6 * MiB))
+  const put = s.store.put('recorded.mp4', body, 'video/mp4', { signal: ac.signal })
+  await eventually(async () => s.store.multipart!.inFlight, n => n === 1)
+  t.equal(s.store.multipart!.inFlight, 1, 'the upload is recorded while in flight')
+  ac.abort(new Error('client disconnected'))
+  await t.rejects(put)
+  t.same([s.store.multipart!.inFlight, s.store.multipart!.backlog], [0, 0])
+  const done = await s.store.put('done.mp4', Readable.from([randomBytes(11 * MiB)]), 'video/mp4', { signal: live() })
+  t.ok(done.etag.endsWith('-3"'), 'a multipart upload')
+  t.same([s.store.multipart!.inFlight, s.store.multipart!.backlog], [0, 0], 'a completed upload leaves no record')
+})
+
+t.test('at start, the sweep aborts the uploads an earlier process recorded, by id and by key when the id was never learnt', async t => {
+  const infra = sharedInfra(t)
+  if (!infra) return
+  const bucket = `store-${randomUUID()}`
+  const { state, close } = tempState()
+  t.teardown(close)
+  const first = await setup(t, { S3_BUCKET: bucket }, state)
+  if (!first) return
+  // What a process killed mid-upload leaves: a recorded upload with its id,
+  // and one whose create was sent but whose answer never came back.
+  const known = await first.s3.send(new CreateMultipartUploadCommand({ Bucket: bucket, Key: 'a/known.mp4' }))
+  await first.s3.send(new CreateMultipartUploadCommand({ Bucket: bucket, Key: 'a/lost.mp4' }))
+  await first.s3.send(new CreateMultipartUploadCommand({ Bucket: bucket, Key: 'a/not-ours.mp4' }))
+  const journal = state.openDB({ name: 'storage-multipart-uploads' })
+  await journal.put('dead-1', { bucket, key: 'a/known.mp4', upload_id: known.UploadId, started_at: Date.now(), incarnation: 'dead' })
+  await journal.put('dead-2', { bucket, key: 'a/lost.mp4', started_at: Date.now(), incarnation: 'dead' })
+  await first.store.stop?.()
+
+  const second = await setup(t, { S3_BUCKET: bucket }, state)
+  if (!second) return
+  await eventually(async () => second.store.multipart!.backlog, n => n === 0)
+  t.equal(second.store.multipart!.backlog, 0, 'both records resolved')
+  t.ok(second.store.multipart!.abortsRetried >= 2, 'counted as aborts retried')
+  for (const key of ['a/known.mp4', 'a/lost.mp4']) {
+    const { Uploads } = await second.s3.send(new ListMultipartUploadsCommand({ Bucket: bucket, Prefix: key }))
+    t.same(Uploads ?? [], [], `no upload left under ${key}`)
+  }
+  t.same(await openUploads(second.s3, bucket), ['a/not-ours.mp4'], 'an upload the gateway never recorded is not touched')
+})

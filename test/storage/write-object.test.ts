@@ -135,3 +135,43 @@ t.test('a failing observer fails the object as a failing part does', async t => 
   t.ok(rec.aborted)
   t.equal(pool.inUse, 0)
 })
+
+t.test('a failing part cuts the other parts in flight short, so their slabs come back at once', async t => {
+  const pool = new SlabPool(10, 4)
+  let cutShort = false
+  let n = 0
+  const writer: ObjectWriter = {
+    async part (_bytes, signal) {
+      if (++n === 2) throw new Error('part 2 failed')
+      // Part 1 stands for a transfer to a frozen store: it ends only when cut short (or after a bound).
+      await new Promise<void>(resolve => {
+        const bound = setTimeout(resolve, 10_000)
+        signal.addEventListener('abort', () => { cutShort = true; clearTimeout(bound); resolve() }, { once: true })
+      })
+    },
+    async complete () { return { uri: 'mem://x', etag: 'e' } },
+    async abort () {}
+  }
+  await t.rejects(writeObject(Readable.from([Buffer.alloc(25)]), writer, pool, { signal: live(), queueSize: 2 }), { message: 'part 2 failed' })
+  t.ok(cutShort, 'part 1 was told to stop')
+  t.equal(pool.inUse, 0)
+})
+
+t.test('a tenant past its uploads is refused before anything is written; another tenant is not', async t => {
+  const pool = new SlabPool(10, 2, { uploadsPerTenant: 1 })
+  const stalled = new Readable({ read () {} })
+  stalled.push(Buffer.alloc(5))
+  const first = recorder()
+  const ac = new AbortController()
+  const holding = writeObject(stalled, first.writer, pool, { signal: ac.signal, queueSize: 1, tenant: 'a' })
+  const second = recorder()
+  await t.rejects(writeObject(Readable.from([Buffer.alloc(5)]), second.writer, pool, { signal: live(), queueSize: 1, tenant: 'a' }), { code: 'storage_busy' })
+  t.same([second.parts.length, second.rest, second.aborted], [0, undefined, false], 'the refused write never reached its writer')
+  const other = recorder()
+  await writeObject(Readable.from([Buffer.alloc(5)]), other.writer, pool, { signal: live(), queueSize: 1, tenant: 'b' })
+  t.equal(other.rest!.length, 5, 'another tenant\'s write completes')
+  ac.abort(new Error('client disconnected'))
+  await t.rejects(holding)
+  await writeObject(Readable.from([Buffer.alloc(5)]), recorder().writer, pool, { signal: live(), queueSize: 1, tenant: 'a' })
+  t.equal(pool.inUse, 0, 'the finished write gave its place back')
+})

@@ -43,7 +43,13 @@ const rules: Array<[string, (r: any) => void, (r: any) => void, string, RegExp]>
   ['rotation_rate_y -10..10', r => { r.sensors.gyroscope.rotation_rate_y = -10 }, r => { r.sensors.gyroscope.rotation_rate_y = -10.5 }, 'sensors.gyroscope.rotationRateY', /between -10 and 10/],
   ['rotation_rate_z -10..10', r => { r.sensors.gyroscope.rotation_rate_z = 0 }, r => { r.sensors.gyroscope.rotation_rate_z = 100 }, 'sensors.gyroscope.rotationRateZ', /between -10 and 10/],
   ['odometer >= 0', r => { r.sensors.odometer = 0 }, r => { r.sensors.odometer = -5 }, 'sensors.odometer', />= 0/],
-  ['engine_status 0 or 1', r => { r.sensors.engine_status = 0 }, r => { r.sensors.engine_status = 2 }, 'sensors.engineStatus', /1 \(on\) or 0 \(off\)/],
+  ['engine_status 0 or 1', r => { r.sensors.engine_status = 0 }, r => { r.sensors.engine_status = 2 }, 'sensors.engineStatus', /1 or true \(on\), 0 or false \(off\)/],
+  ['engine_status true or false', r => { r.sensors.engine_status = true }, r => { r.sensors.engine_status = 'on' }, 'sensors.engineStatus', /1 or true \(on\), 0 or false \(off\)/],
+  ['engine_status false', r => { r.sensors.engine_status = false }, r => { r.sensors.engine_status = null }, 'sensors.engineStatus', /0 or false/],
+  ['asset_id may hold spaces and any script', r => { r.asset_id = 'Lkw 42 · 東京' }, r => { r.asset_id = 'truck\u0000' }, 'assetId', /control characters/],
+  ['asset_id without a line break', r => { r.asset_id = 'a'.repeat(256) }, r => { r.asset_id = 'truck\n42' }, 'assetId', /control characters/],
+  ['asset_id at most 256 characters', r => { r.asset_id = 'é'.repeat(256) }, r => { r.asset_id = 'a'.repeat(257) }, 'assetId', /at most 256/],
+  ['asset_id well-formed Unicode', r => { r.asset_id = 'truck-\ud83d\ude9a' }, r => { r.asset_id = 'truck-\ud83d' }, 'assetId', /lone surrogate/],
   ['telecom object', r => { r.telecom = { any: 'thing' } }, r => { r.telecom = 'lte' }, 'telecom', /object/],
   ['driver_info object', r => { r.driver_info = {} }, r => { r.driver_info = null }, 'driverInfo', /object/],
   ['co_driver_info object', r => { r.co_driver_info = {} }, r => { r.co_driver_info = [] }, 'coDriverInfo', /object/],
@@ -111,7 +117,7 @@ t.test('the published value is the record as received plus our fields', async t 
   const raw = Buffer.from(JSON.stringify(example, null, 2) + '\n')
   const m = toMessage(example, raw, 'fleet-1', 'req-9', '2026-11-22T08:15:31.000Z')
   t.equal(m.key, 'truck-0042')
-  t.same(m.headers, { 'x-request-id': 'req-9', 'client-id': 'fleet-1', schema: 'asset-tracking-data@1' })
+  t.same(m.headers, { 'x-request-id': 'req-9', 'client-id': 'fleet-1', schema: 'asset-tracking-data@1', 'message-id': 'fleet-1/req-9' })
   const value = JSON.parse(m.value as string)
   t.same(value, { ...example, client_id: 'fleet-1', received_at: '2026-11-22T08:15:31.000Z', request_id: 'req-9' })
   t.equal(value.firmware.version, '4.2.0', 'unknown fields are kept')
@@ -120,4 +126,35 @@ t.test('the published value is the record as received plus our fields', async t 
   const spoof = { ...example, client_id: 'someone-else' }
   const fixed = JSON.parse(toMessage(spoof, Buffer.from(JSON.stringify(spoof)), 'fleet-1', 'r', 'now').value as string)
   t.equal(fixed.client_id, 'fleet-1', 'a client_id in the body never overrides the token')
+})
+
+/** recordErrors as the service calls it: the parsed body and the bytes it came from. */
+function errorsOfText (text: string): Record<string, string> {
+  return recordErrors(JSON.parse(text), headers, Buffer.from(text))
+}
+const valid = '"asset_id":"truck-1","timestamp":"2026-01-01T00:00:00Z"'
+
+t.test('a key given twice anywhere is refused, whichever value the schema would have seen', async t => {
+  t.same(errorsOfText('{"asset_id":"","asset_id":"ok","timestamp":"2026-01-01T00:00:00Z"}'), { assetId: 'is given more than once' }, 'the spec\'s example')
+  t.same(errorsOfText(`{${valid},"asset_id":"other"}`), { assetId: 'is given more than once' })
+  t.same(errorsOfText(`{${valid},"asset\\u005fid":"other"}`), { assetId: 'is given more than once' }, 'an escape spelling the same key')
+  t.same(errorsOfText(`{${valid},"gps":{"latitude":1,"latitude":95}}`), { 'gps.latitude': 'is given more than once' })
+  t.same(errorsOfText(`{${valid},"peripherals":{"x":[1,{"y":{}},{"z":1,"z":2}]}}`), { 'peripherals.x[2].z': 'is given more than once' }, 'deep in an unknown field')
+  t.same(errorsOfText(`{${valid},"__proto__":{},"__proto__":{}}`), { _Proto__: 'is given more than once' }, '__proto__ too')
+  t.same(errorsOfText(`{${valid},"a":{"k":1},"b":{"k":1},"c":[{"k":1},{"k":2}],"d":"\\":\\"","e":":"}`), {}, 'the same key in different objects, and colons inside strings, are fine')
+})
+
+t.test('numbers JSON cannot represent are refused where they are', async t => {
+  t.same(errorsOfText(`{${valid},"gps":{"altitude":1e309}}`), { 'gps.altitude': 'must be a finite number (JSON has no Infinity)' })
+  t.same(errorsOfText(`{${valid},"telecom":{"rssi":[-1E400]}}`), { 'telecom.rssi[0]': 'must be a finite number (JSON has no Infinity)' }, 'in an unknown field, and negative')
+  t.same(errorsOfText(`{${valid},"metrics":{"schema":"svc.metrics@1.0","items":[{"k":"engine.rpm","v":${'9'.repeat(400)}}]}}`), { 'metrics.items[0].v': 'must be a finite number (JSON has no Infinity)' }, 'an integer too long for a double')
+  t.same(errorsOfText(`{${valid},"telecom":{"tiny":1e-400,"big":1.7976931348623157e308}}`), {}, 'underflow to 0 and the largest double are representable')
+})
+
+t.test('nesting deeper than 32 levels is refused, 32 is accepted', async t => {
+  const nest = (levels: number): string => `{${valid},"x":${'['.repeat(levels - 1)}${']'.repeat(levels - 1)}}`
+  t.same(errorsOfText(nest(32)), {})
+  t.same(errorsOfText(nest(33)), { body: 'must not nest deeper than 32 levels' })
+  const deep = `{${valid},"x":${'{"a":'.repeat(100_000)}1${'}'.repeat(100_000)}}`
+  t.same(errorsOfText(deep), { body: 'must not nest deeper than 32 levels' }, 'a hundred thousand levels: no stack overflow')
 })

@@ -3,6 +3,8 @@ import { readFileSync } from 'node:fs'
 import '../helpers/no-keepalive.js'
 import { startTestGateway, login, NO_SCOPE_CLIENT, CLIENT } from '../helpers/gateway.js'
 import { runGateway, tailBus } from '../helpers/child.js'
+import { LocalBus } from '../../src/bus/index.js'
+import { openState } from '../../src/state/index.js'
 
 const example = readFileSync(new URL('../fixtures/asset-track.json', import.meta.url), 'utf8')
 
@@ -31,7 +33,7 @@ t.test('a valid record is answered 200 once the local bus has it', async t => {
   const [m, ...rest] = await published()
   t.equal(rest.length, 0)
   t.equal(m!.key, 'truck-0042')
-  t.same(m!.headers, { 'x-request-id': 'trace-1', 'client-id': CLIENT.client_id, schema: 'asset-tracking-data@1' })
+  t.same(m!.headers, { 'x-request-id': 'trace-1', 'client-id': CLIENT.client_id, schema: 'asset-tracking-data@1', 'message-id': `${CLIENT.client_id}/trace-1` })
   const value = m!.value
   t.equal(value.client_id, CLIENT.client_id)
   t.equal(value.request_id, 'trace-1')
@@ -107,4 +109,53 @@ t.test('the schema is served in /openapi.json', async t => {
   t.equal(doc.openapi, '3.1.0')
   t.equal(doc.components.schemas.AssetTrackingData.properties.metrics.properties.items.maxItems, 200)
   t.ok(doc.paths['/v1/asset/track'].post)
+})
+
+t.test('bodies a consumer could read differently from what was validated are refused, and nothing is published', async t => {
+  const { track, published } = await setup(t)
+  const stamp = '"timestamp":"2026-01-01T00:00:00Z"'
+  const cases: Array<[string, string, Record<string, string>]> = [
+    ['a key twice (validated as "ok", published with both)', `{"asset_id":"","asset_id":"ok",${stamp}}`, { assetId: 'is given more than once' }],
+    ['a key twice deep in an unknown field', `{"asset_id":"a",${stamp},"peripherals":{"cam":[{"id":1,"id":2}]}}`, { 'peripherals.cam[0].id': 'is given more than once' }],
+    ['a number beyond JSON', `{"asset_id":"a",${stamp},"gps":{"altitude":1e309}}`, { 'gps.altitude': 'must be a finite number (JSON has no Infinity)' }],
+    ['nesting past the bound', `{"asset_id":"a",${stamp},"x":${'['.repeat(100_000)}${']'.repeat(100_000)}}`, { body: 'must not nest deeper than 32 levels' }],
+    ['an asset_id with a NUL', `{"asset_id":"truck\\u0000",${stamp}}`, { assetId: 'must not contain control characters' }],
+    ['an asset_id with a lone surrogate', `{"asset_id":"truck\\ud800",${stamp}}`, { assetId: 'must be well-formed Unicode (no lone surrogates)' }]
+  ]
+  for (const [name, body, errors] of cases) {
+    const res = await track(body)
+    t.same([res.status, res.body], [400, { status: 'validation_error', message: 'Validation failed', errors }], name)
+  }
+  t.same(await published(), [], 'nothing was published')
+  const boolean = await track(`{"asset_id":"a",${stamp},"sensors":{"engine_status":true}}`)
+  t.equal(boolean.status, 200, 'engine_status as a boolean, as the origin system\'s clients send it')
+})
+
+t.test('a retried record carries the same message-id, so consumers can drop the duplicate', async t => {
+  const { track, published } = await setup(t)
+  const first = await track(example, { 'x-request-id': 'retry-me' })
+  const again = await track(example, { 'x-request-id': 'retry-me' })
+  const other = await track(example, { 'x-request-id': 'another' })
+  t.same([first.status, again.status, other.status], [200, 200, 200])
+  const ids = (await published()).map(m => m.headers['message-id'])
+  t.same(ids, [`${CLIENT.client_id}/retry-me`, `${CLIENT.client_id}/retry-me`, `${CLIENT.client_id}/another`], 'telemetry is at-least-once: both copies are published, with one id')
+})
+
+t.test('gateway tail prints any record of the log, even ones earlier versions let through', async t => {
+  const dataDir = t.testdir()
+  const deep = `{"asset_id":"a","x":${'['.repeat(100_000)}${']'.repeat(100_000)}}`
+  const hostile = [deep, '{"asset_id":"","asset_id":"ok"}', '{"asset_id":"a","gps":{"altitude":1e309}}', '{"not json', '{"asset_id":"fine"}']
+  const state = openState(dataDir)
+  await new LocalBus(state).publish('asset.telemetry.v1', hostile.map(value => ({ key: 'k', value, headers: {} })))
+  await new LocalBus(state).publish('asset.telemetry.v1', [{ key: 'k', value: Buffer.from([0xff, 0x00, 0x7b]), headers: {} }])
+  await state.close()
+  for (let from = 0; from < 6; from++) {
+    const res = await runGateway(['tail', 'asset.telemetry.v1', '--from', String(from)], { DATA_DIR: dataDir })
+    t.equal(res.code, 0, `from ${from}: exits 0 ${res.stderr.slice(0, 200)}`)
+    t.equal(res.stdout.trim().split('\n').length, 6 - from, `from ${from}: one line per record`)
+  }
+  const lines = (await runGateway(['tail', 'asset.telemetry.v1'], { DATA_DIR: dataDir })).stdout.trim().split('\n').map(l => JSON.parse(l))
+  t.same(lines.slice(0, 4).map(l => l.value), hostile.slice(0, 4), 'what would not print back as it was is shown verbatim, as text')
+  t.same(lines[4].value, { asset_id: 'fine' }, 'a sound record is shown as JSON')
+  t.equal(lines[5].value, '\ufffd\u0000{', 'bytes that are not UTF-8 still print')
 })

@@ -1,0 +1,108 @@
+// The load tool's command line: options, their defaults and checks, the
+// request mix, and the loopback rule (a non-loopback target needs
+// --i-own-this-target).
+import { UsageError } from '../lib/env.mjs'
+
+export const KINDS = ['telemetry', 'evidence']
+
+export const USAGE = `usage: npm run bench load -- --url <base> --client-id <id> --client-secret <secret> [options]
+
+Sends the spec's requests to a deployment at a fixed rate, open loop: each
+request has its time on a schedule that does not wait for answers, and its
+latency counts from that time, so a slow server cannot hide its queue.
+
+  --url <base>            the ingest host, e.g. http://127.0.0.1:8080 (required)
+  --auth-url <base>       the login host (default: --url)
+  --client-id <id>        client credentials for POST /api/v1/login (required)
+  --client-secret <s>
+  --audience <aud>        the audience to log in for (default evidence-gateway)
+  --rate <n>              requests per second, all kinds together (default 50)
+  --duration <s>          seconds of sending; it stops by itself (default 10)
+  --mix <kind=w,...>      kinds and their weights (default telemetry=100):
+                          telemetry  POST /v1/asset/track, the spec's record
+                          evidence   POST /v1/stream/events, envelope + media
+  --connections <n>       connections in the pool (default 32)
+  --timeout <s>           per request, answer and body (default 10)
+  --media-bytes <n>       size of each evidence request's media part (default 65536; 0: none)
+  --assets <n>            distinct asset_ids the records cycle through (default 100)
+  --max-in-flight <n>     requests waiting for an answer before a due one is
+                          counted as not sent (default 10000)
+  --out <dir>             where the report goes (default bench/results, or BENCH_RESULTS_DIR)
+  --i-own-this-target     allow a target that is not loopback (127.0.0.0/8, ::1, localhost)
+  -h, --help`
+
+/** `telemetry=90,evidence=10` → { telemetry: 90, evidence: 10 }: known kinds, each once, weights >= 0, not all 0. */
+export function parseMix (text) {
+  const mix = {}
+  for (const part of String(text).split(',').map(s => s.trim()).filter(Boolean)) {
+    const m = /^([a-z]+)=(\d+(?:\.\d+)?)$/.exec(part)
+    if (!m) throw new UsageError(`--mix: "${part}" is not kind=weight (e.g. telemetry=90,evidence=10)`)
+    if (!KINDS.includes(m[1])) throw new UsageError(`--mix: unknown kind "${m[1]}" (known: ${KINDS.join(', ')})`)
+    if (m[1] in mix) throw new UsageError(`--mix: "${m[1]}" is given twice`)
+    mix[m[1]] = Number(m[2])
+  }
+  if (!Object.values(mix).some(w => w > 0)) throw new UsageError('--mix: at least one kind needs a weight above 0')
+  return Object.fromEntries(Object.entries(mix).filter(([, w]) => w > 0))
+}
+
+/** Whether a URL's host is this machine's loopback: localhost, 127.0.0.0/8 or ::1. */
+export function isLoopback (url) {
+  const host = new URL(url).hostname.replace(/^\[|\]$/g, '').toLowerCase()
+  return host === 'localhost' || host === '::1' || /^127(\.\d{1,3}){3}$/.test(host)
+}
+
+function baseUrl (name, value) {
+  let u
+  try { u = new URL(value) } catch { throw new UsageError(`${name}: not a URL: ${value}`) }
+  if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new UsageError(`${name}: only http and https, got ${u.protocol}`)
+  return u.origin + u.pathname.replace(/\/+$/, '')
+}
+
+const number = (name, min, integer) => v => {
+  const n = Number(v)
+  if (v === undefined || !Number.isFinite(n) || n < min || (integer && !Number.isInteger(n))) throw new UsageError(`${name} takes ${integer ? 'a whole number' : 'a number'} >= ${min}, got ${JSON.stringify(v)}`)
+  return n
+}
+
+const OPTIONS = {
+  '--url': ['url', v => baseUrl('--url', v)],
+  '--auth-url': ['authUrl', v => baseUrl('--auth-url', v)],
+  '--client-id': ['clientId', String],
+  '--client-secret': ['clientSecret', String],
+  '--audience': ['audience', String],
+  '--rate': ['rate', number('--rate', 0.1, false)],
+  '--duration': ['duration', number('--duration', 0.1, false)],
+  '--mix': ['mix', parseMix],
+  '--connections': ['connections', number('--connections', 1, true)],
+  '--timeout': ['timeout', number('--timeout', 0.1, false)],
+  '--media-bytes': ['mediaBytes', number('--media-bytes', 0, true)],
+  '--assets': ['assets', number('--assets', 1, true)],
+  '--max-in-flight': ['maxInFlight', number('--max-in-flight', 1, true)],
+  '--out': ['out', String]
+}
+
+/** The options, or { help: true }. Throws UsageError (exit 2) on anything wrong, before any request is sent. */
+export function parseArgs (argv) {
+  const o = { audience: 'evidence-gateway', rate: 50, duration: 10, mix: { telemetry: 100 }, connections: 32, timeout: 10, mediaBytes: 65536, assets: 100, maxInFlight: 10000, iOwnThisTarget: false }
+  for (let i = 0; i < argv.length; i++) {
+    const [flag, inline] = argv[i].startsWith('--') && argv[i].includes('=') ? [argv[i].slice(0, argv[i].indexOf('=')), argv[i].slice(argv[i].indexOf('=') + 1)] : [argv[i], undefined]
+    if (flag === '-h' || flag === '--help') return { help: true }
+    if (flag === '--i-own-this-target') { o.iOwnThisTarget = true; continue }
+    const spec = OPTIONS[flag]
+    if (!spec) throw new UsageError(`unknown option ${argv[i]}\n\n${USAGE}`)
+    const value = inline ?? argv[++i]
+    if (value === undefined) throw new UsageError(`${flag} needs a value`)
+    o[spec[0]] = spec[1](value)
+  }
+  for (const [flag, key] of [['--url', 'url'], ['--client-id', 'clientId'], ['--client-secret', 'clientSecret']]) {
+    if (o[key] === undefined) throw new UsageError(`${flag} is required\n\n${USAGE}`)
+  }
+  o.authUrl ??= o.url
+  for (const u of new Set([o.url, o.authUrl])) {
+    if (!isLoopback(u) && !o.iOwnThisTarget) {
+      throw new UsageError(`refusing to load ${u}: it is not loopback. Load only what you own or may test; if you do, add --i-own-this-target`)
+    }
+  }
+  if (Math.round(o.rate * o.duration) < 1) throw new UsageError('--rate × --duration is less than one request')
+  return o
+}

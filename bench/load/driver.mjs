@@ -1,0 +1,54 @@
+// The load tool's engine, open loop: request i is due at t0 + i / rate,
+// whatever happened to the ones before it; it is sent when due (a connection
+// of the pool permitting, else it queues in the pool) and its latency counts
+// from when it was due to the end of its answer. So a server that falls
+// behind shows it in the latency, instead of slowing the sender down
+// (coordinated omission).
+import { setTimeout as sleep } from 'node:timers/promises'
+
+/**
+ * Sends `total` = rate × duration requests on the timeline, then waits for
+ * the answers (at most the request timeout and 5 s more). `stop.stopped`
+ * ends the sending early (Ctrl-C). Resolves to { scheduled, t0, unfinished }.
+ */
+export async function drive ({ pool, rate, duration, nextKind, builders, session, rec, timeoutMs, maxInFlight, stop }) {
+  const interval = 1000 / rate
+  const total = Math.round(rate * duration)
+  const t0 = performance.now() + 10
+  const pending = new Set()
+
+  async function send (i, kind, due) {
+    // The scheduler's own lateness; a wait for a new token below counts in the latency.
+    rec.sent(kind, due - t0, performance.now() - due)
+    const { token, generation } = await session.current()
+    const req = builders[kind](i, token)
+    try {
+      const res = await pool.request({ method: req.method, path: req.path, headers: req.headers, body: req.body, headersTimeout: timeoutMs, bodyTimeout: timeoutMs })
+      const ok = res.statusCode === req.expect
+      const body = ok ? await res.body.dump() : await res.body.text()
+      const end = performance.now()
+      if (res.statusCode === 401) session.refresh(generation)
+      rec.answered(kind, end - t0, end - due, String(res.statusCode), ok, body)
+    } catch (err) {
+      rec.failed(kind, performance.now() - t0, err.code ?? err.name ?? 'error')
+    }
+  }
+
+  let i = 0
+  while (i < total && !stop.stopped) {
+    const now = performance.now()
+    for (; i < total && t0 + i * interval <= now; i++) {
+      const due = t0 + i * interval
+      const kind = nextKind()
+      if (rec.inFlight >= maxInFlight) { rec.notSent(kind, due - t0); continue }
+      const p = send(i, kind, due)
+      pending.add(p)
+      p.finally(() => pending.delete(p))
+    }
+    // Timers fire late by a millisecond or so: every request due by then goes out on the next turn.
+    if (i < total) await sleep(Math.max(1, Math.min(50, t0 + i * interval - performance.now())))
+  }
+  const drained = Promise.allSettled([...pending]).then(() => true)
+  const inTime = await Promise.race([drained, sleep(timeoutMs + 5000).then(() => false)])
+  return { scheduled: i, total, t0, unfinished: inTime ? 0 : pending.size }
+}

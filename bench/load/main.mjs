@@ -1,0 +1,77 @@
+// `npm run bench load -- --url <base> --client-id … --client-secret … [...]`:
+// a fixed rate of the spec's requests against any deployment, open loop
+// (bench/load/driver.mjs), a progress line each second, a report at the end
+// (bench/load/report.mjs). Options: bench/load/args.mjs, or --help.
+import { join } from 'node:path'
+import { randomBytes } from 'node:crypto'
+import { Pool } from 'undici'
+import { parseArgs, USAGE } from './args.mjs'
+import { requestBuilders, kindSequence } from './requests.mjs'
+import { session as newSession } from './session.mjs'
+import { Recorder } from './recorder.mjs'
+import { drive } from './driver.mjs'
+import { progressLine, report } from './report.mjs'
+import { BENCH_DIR } from '../lib/paths.mjs'
+
+const say = line => process.stderr.write(line)
+
+/** Resolves to the exit code: 0 when every request succeeded, 1 otherwise; throws UsageError (2) on bad options. */
+export async function load (argv) {
+  const o = parseArgs(argv)
+  if (o.help) { process.stdout.write(USAGE + '\n'); return 0 }
+  o.out ??= process.env.BENCH_RESULTS_DIR || join(BENCH_DIR, 'results')
+  const timeoutMs = o.timeout * 1000
+  const runId = `${Date.now().toString(36)}-${randomBytes(3).toString('hex')}`
+  const target = new URL(o.url)
+
+  const session = newSession({ ...o, timeoutMs })
+  say(`load: logging in at ${o.authUrl}/api/v1/login as ${o.clientId}\n`)
+  try {
+    await session.start()
+  } catch (err) {
+    say(`load: cannot log in: ${err.message}${err.cause ? ` (${err.cause.code ?? err.cause.message})` : ''}\n`)
+    return 1
+  }
+
+  const pool = new Pool(target.origin, { connections: o.connections, pipelining: 1, headersTimeout: timeoutMs, bodyTimeout: timeoutMs, connectTimeout: timeoutMs })
+  const rec = new Recorder(Object.keys(o.mix))
+  const stop = { stopped: false }
+  const onSignal = () => {
+    if (stop.stopped) process.exit(130)
+    stop.stopped = true
+    say('\nload: stopping: no more requests; waiting for the answers (again to quit now)\n')
+  }
+  process.on('SIGINT', onSignal)
+  process.on('SIGTERM', onSignal)
+
+  const startedAt = new Date()
+  const t0 = performance.now()
+  const live = process.stderr.isTTY
+  const ticker = setInterval(() => {
+    say((live ? '\r\x1b[K' : '') + progressLine(rec, o, (performance.now() - t0) / 1000) + (live ? '' : '\n'))
+    rec.window = rec.newWindow()
+  }, 1000)
+  say(`load: ${Math.round(o.rate * o.duration)} requests at ${o.rate}/s to ${o.url} (run ${runId})\n`)
+  let run
+  try {
+    run = await drive({
+      pool,
+      rate: o.rate,
+      duration: o.duration,
+      nextKind: kindSequence(o.mix),
+      builders: requestBuilders({ runId, prefix: target.pathname.replace(/\/+$/, ''), assets: o.assets, mediaBytes: o.mediaBytes }),
+      session,
+      rec,
+      timeoutMs,
+      maxInFlight: o.maxInFlight,
+      stop
+    })
+  } finally {
+    clearInterval(ticker)
+    if (live) say('\n')
+    process.off('SIGINT', onSignal)
+    process.off('SIGTERM', onSignal)
+    await pool.destroy()
+  }
+  return report({ o, rec, run: { ...run, runId }, startedAt, elapsedSeconds: run.scheduled / o.rate, session, interrupted: stop.stopped })
+}

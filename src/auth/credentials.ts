@@ -1,0 +1,87 @@
+import { createHmac, randomBytes } from 'node:crypto'
+import type { Logger } from 'pino'
+import type { Client, ClientRegistry } from './clients.js'
+import { ScryptPool } from './scrypt-pool.js'
+
+/** What Credentials needs of ScryptPool. */
+export type SecretHasher = Pick<ScryptPool, 'hash' | 'verify' | 'close'>
+
+export interface CredentialsOptions {
+  threads: number
+  queue: number
+  /** Instead of a ScryptPool of `threads` and `queue` (tests count its calls). */
+  hasher?: SecretHasher
+  /** How long a verified (secret, stored hash) pair is believed without scrypt; 0 turns that off. */
+  cacheTtlMs: number
+  cacheSize?: number
+  now?: () => number
+}
+
+/**
+ * Checks client secrets. scrypt runs in a pool of its own (ScryptPool), and
+ * a secret that verified is remembered for a few minutes, keyed by the
+ * client's stored hash and an HMAC of the secret under a key that lives only
+ * in this process: a fleet logging in again after a restart costs one hash
+ * per client, not one per device, and a rotated secret (a new stored hash)
+ * misses by construction. Concurrent checks of the same pair share one hash.
+ * A miss always costs a full hash, so nothing here tells a guess that is
+ * close from one that is not.
+ */
+export class Credentials {
+  private readonly pool: SecretHasher
+  private readonly hmacKey = randomBytes(32)
+  private readonly verified = new Map<string, number>()
+  private readonly running = new Map<string, Promise<boolean>>()
+  private readonly cacheSize: number
+  private readonly now: () => number
+  /**
+   * Hash checked when the client_id is unknown, so a miss costs what a hit
+   * costs. Of a random secret: one anybody could send would be cached on
+   * success, and a fast answer would tell an unknown client_id from a known one.
+   */
+  private decoy = ''
+
+  constructor (private readonly clients: ClientRegistry, private readonly options: CredentialsOptions) {
+    this.pool = options.hasher ?? new ScryptPool({ threads: options.threads, queue: options.queue })
+    this.cacheSize = options.cacheSize ?? 10_000
+    this.now = options.now ?? Date.now
+  }
+
+  async start (clientsFile: string | undefined, log: Logger): Promise<void> {
+    this.decoy = await this.pool.hash(randomBytes(32).toString('base64url'))
+    await this.clients.load(clientsFile, log, secret => this.pool.hash(secret))
+  }
+
+  async close (): Promise<void> {
+    await this.pool.close()
+  }
+
+  /** The client when the secret matches, else undefined; throws 503 `overloaded` when hashing is saturated. */
+  async authenticate (clientId: string, secret: string): Promise<Client | undefined> {
+    const client = this.clients.get(clientId)
+    const ok = await this.check(client?.client_secret_hash ?? this.decoy, secret)
+    return ok && client ? client : undefined
+  }
+
+  private async check (stored: string, secret: string): Promise<boolean> {
+    const key = `${stored}\u0000${createHmac('sha256', this.hmacKey).update(secret).digest('base64url')}`
+    const until = this.verified.get(key)
+    if (until !== undefined) {
+      if (until > this.now()) return true
+      this.verified.delete(key)
+    }
+    let run = this.running.get(key)
+    if (run === undefined) {
+      run = this.pool.verify(stored, secret).finally(() => this.running.delete(key))
+      this.running.set(key, run)
+    }
+    const ok = await run
+    if (ok && this.options.cacheTtlMs > 0) this.remember(key)
+    return ok
+  }
+
+  private remember (key: string): void {
+    if (this.verified.size >= this.cacheSize && !this.verified.has(key)) this.verified.delete(this.verified.keys().next().value!)
+    this.verified.set(key, this.now() + this.options.cacheTtlMs)
+  }
+}

@@ -1,0 +1,124 @@
+import {
+  S3Client, HeadBucketCommand, CreateBucketCommand, DeleteObjectCommand, PutObjectCommand,
+  CreateMultipartUploadCommand, UploadPartCommand, CompleteMultipartUploadCommand, AbortMultipartUploadCommand,
+  ListMultipartUploadsCommand, type CompletedPart
+} from '@aws-sdk/client-s3'
+import { GatewayError } from '../errors.js'
+
+/** Seconds a client is told to wait after the object store failed it. */
+const RETRY_AFTER_S = '5'
+
+export interface S3Timeouts {
+  /** Every request but a part's, retries included. */
+  requestMs: number
+  /** One part (or a small object's PutObject), retries included. */
+  partMs: number
+}
+
+/**
+ * The S3 requests the store makes, on one bucket, each with a deadline: a
+ * frozen or unreachable object store fails an upload with `storage_unavailable`
+ * (503, Retry-After) when the deadline passes, rather than holding its slabs
+ * and its client for as long as the store stays away. The deadline covers the
+ * SDK's own retries (it does not retry an aborted request).
+ *
+ * `signal`, where given, cuts a request short for the caller's reason (the
+ * client left, another part failed, shutdown): the call rejects with that reason.
+ */
+export class S3Api {
+  constructor (readonly client: S3Client, readonly bucket: string, private readonly timeouts: S3Timeouts) {}
+
+  async headBucket (): Promise<void> {
+    await this.call('HeadBucket', this.timeouts.requestMs, s => this.client.send(new HeadBucketCommand({ Bucket: this.bucket }), { abortSignal: s }))
+  }
+
+  async createBucket (): Promise<void> {
+    await this.call('CreateBucket', this.timeouts.requestMs, s => this.client.send(new CreateBucketCommand({ Bucket: this.bucket }), { abortSignal: s }))
+  }
+
+  async createMultipart (key: string, contentType: string): Promise<string> {
+    const { UploadId } = await this.call('CreateMultipartUpload', this.timeouts.requestMs, s =>
+      this.client.send(new CreateMultipartUploadCommand({ Bucket: this.bucket, Key: key, ContentType: contentType }), { abortSignal: s }))
+    return UploadId!
+  }
+
+  async uploadPart (key: string, uploadId: string, partNumber: number, bytes: Uint8Array, signal: AbortSignal): Promise<string | undefined> {
+    const { ETag } = await this.call('UploadPart', this.timeouts.partMs, s =>
+      this.client.send(new UploadPartCommand({ Bucket: this.bucket, Key: key, UploadId: uploadId, PartNumber: partNumber, Body: bytes, ContentLength: bytes.length }), { abortSignal: s }), signal)
+    return ETag
+  }
+
+  async completeMultipart (key: string, uploadId: string, parts: CompletedPart[]): Promise<string> {
+    const { ETag } = await this.call('CompleteMultipartUpload', this.timeouts.requestMs, s =>
+      this.client.send(new CompleteMultipartUploadCommand({ Bucket: this.bucket, Key: key, UploadId: uploadId, MultipartUpload: { Parts: parts } }), { abortSignal: s }))
+    return ETag ?? ''
+  }
+
+  /** An upload that is already gone (aborted or completed) counts as aborted. */
+  async abortMultipart (key: string, uploadId: string): Promise<void> {
+    try {
+      await this.call('AbortMultipartUpload', this.timeouts.requestMs, s =>
+        this.client.send(new AbortMultipartUploadCommand({ Bucket: this.bucket, Key: key, UploadId: uploadId }), { abortSignal: s }))
+    } catch (err) {
+      if (!isNoSuchUpload(err)) throw err
+    }
+  }
+
+  /**
+   * The ids of the incomplete multipart uploads of exactly `key`. A prefix
+   * is all MinIO can list by (it refuses a delimiter-less listing of a whole
+   * bucket's uploads), which is why the keys are recorded.
+   */
+  async listUploads (key: string): Promise<string[]> {
+    const ids: string[] = []
+    let keyMarker: string | undefined
+    let uploadIdMarker: string | undefined
+    do {
+      const page = await this.call('ListMultipartUploads', this.timeouts.requestMs, s =>
+        this.client.send(new ListMultipartUploadsCommand({ Bucket: this.bucket, Prefix: key, KeyMarker: keyMarker, UploadIdMarker: uploadIdMarker }), { abortSignal: s }))
+      for (const u of page.Uploads ?? []) if (u.Key === key && u.UploadId) ids.push(u.UploadId)
+      keyMarker = page.IsTruncated === true ? page.NextKeyMarker : undefined
+      uploadIdMarker = page.NextUploadIdMarker
+    } while (keyMarker !== undefined)
+    return ids
+  }
+
+  async putObject (key: string, bytes: Uint8Array, contentType: string, signal: AbortSignal): Promise<string> {
+    const { ETag } = await this.call('PutObject', this.timeouts.partMs, s =>
+      this.client.send(new PutObjectCommand({ Bucket: this.bucket, Key: key, Body: bytes, ContentLength: bytes.length, ContentType: contentType }), { abortSignal: s }), signal)
+    return ETag ?? ''
+  }
+
+  async deleteObject (key: string): Promise<void> {
+    await this.call('DeleteObject', this.timeouts.requestMs, s => this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: key }), { abortSignal: s }))
+  }
+
+  private async call<T> (what: string, timeoutMs: number, send: (signal: AbortSignal) => Promise<T>, signal?: AbortSignal): Promise<T> {
+    const deadline = AbortSignal.timeout(timeoutMs)
+    try {
+      return await send(signal ? AbortSignal.any([signal, deadline]) : deadline)
+    } catch (err) {
+      if (signal?.aborted === true) throw signal.reason
+      if (deadline.aborted) throw unavailable(`${what} did not answer within ${timeoutMs} ms`, `storage did not answer within ${timeoutMs} ms`, err)
+      // No status: the store was not reached (refused, reset, DNS). 5xx: it failed. Both pass.
+      const status = (err as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode
+      if (status === undefined || status >= 500) throw unavailable(`${what} failed`, 'storage failed', err)
+      throw err
+    }
+  }
+}
+
+/** A 404 to a request about an upload: it no longer exists. */
+function isNoSuchUpload (err: unknown): boolean {
+  const e = err as { name?: string, $metadata?: { httpStatusCode?: number } }
+  return e.name === 'NoSuchUpload' || e.$metadata?.httpStatusCode === 404
+}
+
+function unavailable (message: string, detail: string, cause: unknown): GatewayError {
+  return new GatewayError('storage_unavailable', message, { details: { media: `${detail}; retry later` }, headers: { 'retry-after': RETRY_AFTER_S }, cause })
+}
+
+/** The store's 404 to HeadBucket: the bucket does not exist yet. */
+export function isMissingBucket (err: unknown): boolean {
+  return (err as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode === 404
+}

@@ -1,0 +1,87 @@
+import t, { type Test } from 'tap'
+import pino from 'pino'
+import { ClientRegistry, Credentials, ScryptPool, hashSecret, verifySecret } from '../../src/auth/index.js'
+import { openState } from '../../src/state/index.js'
+
+/** A hasher that does real scrypt (libuv is fine in a unit test) and counts the checks. */
+function countingHasher () {
+  const calls: string[] = []
+  let hold: Promise<void> | undefined
+  return {
+    calls,
+    holdChecks (until: Promise<void>) { hold = until },
+    hash: (secret: string) => hashSecret(secret),
+    verify: async (stored: string, secret: string) => {
+      calls.push(secret)
+      if (hold) await hold
+      return verifySecret(stored, secret)
+    },
+    close: async () => {}
+  }
+}
+
+async function setup (t: Test, cacheTtlMs = 60_000) {
+  const state = openState(t.testdir())
+  t.teardown(() => state.close())
+  const clients = new ClientRegistry(state)
+  const clock = { now: 0 }
+  const hasher = countingHasher()
+  const credentials = new Credentials(clients, { threads: 1, queue: 1, cacheTtlMs, hasher, now: () => clock.now })
+  await credentials.start(undefined, pino({ level: 'silent' }))
+  await clients.put({ client_id: 'cam-1', client_secret_hash: await hashSecret('right'), audiences: ['a'], scopes: [], tenant: 'cam-1' })
+  return { clients, credentials, hasher, clock }
+}
+
+t.test('a verified secret is not hashed again within the TTL, and is after it', async t => {
+  const { credentials, hasher, clock } = await setup(t)
+  t.equal((await credentials.authenticate('cam-1', 'right'))?.client_id, 'cam-1')
+  t.equal((await credentials.authenticate('cam-1', 'right'))?.client_id, 'cam-1')
+  t.equal(hasher.calls.length, 1, 'the second login cost no hash')
+  clock.now += 60_000
+  t.equal((await credentials.authenticate('cam-1', 'right'))?.client_id, 'cam-1')
+  t.equal(hasher.calls.length, 2, 'expired: hashed again')
+})
+
+t.test('a wrong secret is never cached: every miss costs a hash', async t => {
+  const { credentials, hasher } = await setup(t)
+  await credentials.authenticate('cam-1', 'right')
+  t.equal(await credentials.authenticate('cam-1', 'wrong'), undefined)
+  t.equal(await credentials.authenticate('cam-1', 'wrong'), undefined)
+  t.equal(await credentials.authenticate('nobody', 'right'), undefined, 'an unknown client is checked against the decoy')
+  t.equal(hasher.calls.length, 4)
+})
+
+t.test('a rotated secret invalidates what was cached for the old one', async t => {
+  const { clients, credentials } = await setup(t)
+  await credentials.authenticate('cam-1', 'right')
+  await clients.put({ ...clients.get('cam-1')!, client_secret_hash: await hashSecret('rotated') })
+  t.equal(await credentials.authenticate('cam-1', 'right'), undefined, 'the old secret no longer logs in')
+  t.equal((await credentials.authenticate('cam-1', 'rotated'))?.client_id, 'cam-1')
+})
+
+t.test('concurrent logins with the same secret share one hash', async t => {
+  const { credentials, hasher } = await setup(t)
+  let release!: () => void
+  hasher.holdChecks(new Promise<void>(resolve => { release = resolve }))
+  const logins = Array.from({ length: 50 }, () => credentials.authenticate('cam-1', 'right'))
+  release()
+  t.same((await Promise.all(logins)).map(c => c?.client_id), Array(50).fill('cam-1'))
+  t.equal(hasher.calls.length, 1)
+})
+
+t.test('TTL 0 turns the cache off', async t => {
+  const { credentials, hasher } = await setup(t, 0)
+  await credentials.authenticate('cam-1', 'right')
+  await credentials.authenticate('cam-1', 'right')
+  t.equal(hasher.calls.length, 2)
+})
+
+t.test('the pool answers 503 overloaded with Retry-After once threads and queue are taken', async t => {
+  const pool = new ScryptPool({ threads: 1, queue: 1 })
+  t.teardown(() => pool.close())
+  const stored = await pool.hash('s')
+  const running = [pool.verify(stored, 's'), pool.verify(stored, 'x')]
+  await t.rejects(pool.verify(stored, 's'), { code: 'overloaded', status: 503, headers: { 'retry-after': '1' } })
+  t.same(await Promise.all(running), [true, false], 'the admitted checks complete, in the worker')
+  t.equal(await pool.verify(stored, 's'), true, 'and there is room again')
+})

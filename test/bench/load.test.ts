@@ -1,0 +1,81 @@
+import t from 'tap'
+import { spawn } from 'node:child_process'
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import '../helpers/no-keepalive.js'
+import { startTestGateway, CLIENT } from '../helpers/gateway.js'
+import { tailBus } from '../helpers/child.js'
+import { eventually } from '../helpers/http.js'
+
+// `npm run bench load`, the load tool for load testers (bench/load/), run as
+// they run it: a process of its own. No timing is asserted here; speed
+// belongs in bench/.
+const RUNNER = fileURLToPath(new URL('../../bench/run.mjs', import.meta.url))
+
+function loadTool (args: string[]): Promise<{ code: number | null, stdout: string, stderr: string }> {
+  const proc = spawn(process.execPath, [RUNNER, 'load', ...args], { env: process.env, stdio: ['ignore', 'pipe', 'pipe'] })
+  let stdout = ''
+  let stderr = ''
+  proc.stdout.on('data', d => { stdout += d })
+  proc.stderr.on('data', d => { stderr += d })
+  return new Promise(resolve => proc.once('exit', code => resolve({ code, stdout, stderr })))
+}
+
+function outDir (t: { teardown(fn: () => unknown): void }): string {
+  const dir = mkdtempSync(join(tmpdir(), 'bench-load-test-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  return dir
+}
+
+const creds = ['--client-id', CLIENT.client_id, '--client-secret', CLIENT.client_secret]
+
+t.test('drives a real gateway at a fixed rate: every record and event is accepted and published', async t => {
+  const gw = await startTestGateway(t)
+  const out = outDir(t)
+  // 10/s for 1.5 s is 15 requests; a 2:1 mix makes 10 records and 5 events. A
+  // generous --timeout: a busy machine may take seconds to start the hash workers.
+  const run = await loadTool(['--url', gw.url, ...creds, '--rate', '10', '--duration', '1.5', '--mix', 'telemetry=2,evidence=1', '--media-bytes', '2048', '--timeout', '60', '--out', out])
+  t.equal(run.code, 0, run.stdout + run.stderr)
+  const files = readdirSync(out)
+  const report = JSON.parse(readFileSync(join(out, files.find(f => f.endsWith('.json'))!), 'utf8'))
+  t.ok(files.some(f => f.endsWith('.svg')), 'a chart beside the report')
+  t.same(report.results.kinds.telemetry.statuses, { 200: 10 })
+  t.same(report.results.kinds.evidence.statuses, { 202: 5 })
+  t.notOk(JSON.stringify(report).includes(CLIENT.client_secret), 'the secret is not written down')
+  t.match(run.stdout, /telemetry\s+10\s+10\s/)
+
+  const records = await tailBus(gw.dataDir, 'asset.telemetry.v1')
+  t.equal(records.length, 10, 'every record published')
+  const ids = records.map(m => m.headers['x-request-id'])
+  t.equal(new Set(ids).size, 10, 'each with an X-Request-Id of its own')
+  t.ok(ids.every(id => id!.startsWith(`load-${report.runId}-`)), 'the ids of this run')
+  const events = await eventually(() => tailBus(gw.dataDir, 'stream.events.v1'), m => m.length >= 5)
+  t.equal(events.length, 5, 'every event published')
+  t.equal(new Set(events.map(m => m.value.event_id)).size, 5, 'each with an event_id of its own')
+  t.ok(events.every(m => m.value.media.length === 1 && m.value.media[0].size_bytes === 2048), 'with its media part stored')
+})
+
+t.test('refuses a target that is not loopback unless told the tester owns it', async t => {
+  for (const args of [['--url', 'http://192.0.2.10:8080'], ['--url', 'http://127.0.0.1:9', '--auth-url', 'https://login.example.com']]) {
+    const run = await loadTool([...args, ...creds])
+    t.equal(run.code, 2, args.join(' '))
+    t.match(run.stderr, /refusing to load .*: it is not loopback.*--i-own-this-target/)
+    t.notMatch(run.stderr, /logging in/, 'before any request')
+  }
+})
+
+t.test('--mix takes kind=weight pairs of known kinds', async t => {
+  const bad: Array<[string, RegExp]> = [
+    ['telemetry=abc', /"telemetry=abc" is not kind=weight/],
+    ['video=10', /unknown kind "video" \(known: telemetry, evidence\)/],
+    ['telemetry=0,evidence=0', /at least one kind needs a weight above 0/],
+    ['telemetry=5,telemetry=5', /"telemetry" is given twice/]
+  ]
+  for (const [mix, message] of bad) {
+    const run = await loadTool(['--url', 'http://127.0.0.1:9', ...creds, '--mix', mix])
+    t.equal(run.code, 2, mix)
+    t.match(run.stderr, message)
+  }
+})

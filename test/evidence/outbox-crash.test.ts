@@ -1,0 +1,50 @@
+import t from 'tap'
+import { randomUUID } from 'node:crypto'
+import '../helpers/no-keepalive.js'
+import { spawnGateway, tailBus } from '../helpers/child.js'
+import { CLIENT, login, writeJson } from '../helpers/gateway.js'
+import { eventually } from '../helpers/http.js'
+import { sharedInfra } from '../helpers/infra.js'
+import { consume } from '../helpers/kafka.js'
+import { multipartBody, envelopePart, baseEnvelope, postEvidence } from '../helpers/multipart.js'
+
+/**
+ * Accepts one event in a gateway that kills itself (SIGKILL) between the
+ * relay's publish and its delete, then restarts it normally on the same
+ * DATA_DIR and waits until the outbox is empty again. Returns DATA_DIR.
+ */
+async function crashBetweenPublishAndDelete (t: any, env: Record<string, string>): Promise<string> {
+  const dir = t.testdir()
+  const base = { DATA_DIR: dir, AUTH_CLIENTS_FILE: writeJson(dir, 'clients.json', [CLIENT]), ...env }
+  const doomed = spawnGateway(t, ['start'], { ...base, GATEWAY_TEST_CRASH: 'outbox-after-publish' })
+  const url = `http://127.0.0.1:${(await doomed.waitFor('gateway listening'))['port']}`
+  const token = await login(url)
+  const body = multipartBody([envelopePart(baseEnvelope({ event_id: 'evt-relayed' }))])
+  // The answer races the relay's crash: the client may get it, or lose the connection.
+  const first = await postEvidence(url, token, body).catch(() => undefined)
+  t.equal(await doomed.exit, null, 'the relay killed the process after publishing')
+
+  const restarted = spawnGateway(t, ['start'], base)
+  const again = `http://127.0.0.1:${(await restarted.waitFor('gateway listening'))['port']}`
+  const retry = await postEvidence(again, token, body)
+  t.same([retry.status, retry.headers.get('idempotent-replay')], [202, 'true'], `the event was accepted before the crash (first answer: ${first?.status ?? 'none'}); a retry is a replay`)
+  const backlog = await eventually(async () => (await (await fetch(`${again}/health/ready`)).json() as any).components.outbox.backlog, n => n === 0)
+  t.equal(backlog, 0, 'the relay drained the outbox after the restart')
+  return dir
+}
+
+t.test('local bus: a crash between publish and delete loses neither and publishes once (one transaction)', async t => {
+  const dir = await crashBetweenPublishAndDelete(t, {})
+  const copies = (await tailBus(dir, 'stream.events.v1')).filter(m => m.value.event_id === 'evt-relayed')
+  t.equal(copies.length, 1, 'exactly once')
+})
+
+t.test('Kafka: a crash between publish and delete publishes twice, with one message-id to drop the copy by', async t => {
+  const infra = sharedInfra(t)
+  if (!infra) return
+  const topic = `evidence-crash-${randomUUID()}`
+  await crashBetweenPublishAndDelete(t, { BUS: 'kafka', KAFKA_BROKERS: infra.KAFKA_BROKERS, TOPIC_EVIDENCE: topic })
+  const copies = (await consume(infra.KAFKA_BROKERS, topic, 3, 3000)).filter(m => JSON.parse(m.value).event_id === 'evt-relayed')
+  t.equal(copies.length, 2, 'at least once: the acknowledged publish, and the one after the restart')
+  t.same(copies.map(m => m.headers['message-id']), [`${CLIENT.client_id}/evt-relayed`, `${CLIENT.client_id}/evt-relayed`], 'both carry the same message-id')
+})

@@ -1,0 +1,211 @@
+import t from 'tap'
+import type { RequestContext } from '../../src/http/index.js'
+import { serve, rawConnect, readResponse } from '../helpers/http.js'
+
+/**
+ * Framing and header rules at the HTTP edge, sent byte for byte on raw
+ * sockets. Where this uWS build decides before any JavaScript runs (see
+ * docs/http.md), the test shows what a client gets and that nothing behind
+ * the bad request is served.
+ */
+
+interface Served { port: number, hits: string[] }
+
+async function counting (t: { teardown(fn: () => unknown): void }): Promise<Served> {
+  const hits: string[] = []
+  const handler = (ctx: RequestContext) => {
+    hits.push(ctx.path)
+    return { status: 200, body: { path: ctx.path, tenant: ctx.headers['x-svc-tenant-client-id'] ?? null } }
+  }
+  const { port } = await serve(t, [
+    { method: 'POST', path: '/a', body: 'json', handler },
+    { method: 'GET', path: '/a', handler },
+    { method: 'GET', path: '/smuggled', handler },
+    { method: 'GET', path: '/next', handler }
+  ])
+  return { port, hits }
+}
+
+/** Sends `raw` in one write (or `parts`, one write each) and reads until the server closes or `ms` pass. */
+async function exchange (port: number, parts: Array<string | Buffer>, ms = 2000): Promise<{ text: string, closed: boolean }> {
+  const socket = await rawConnect(port)
+  let closed = false
+  socket.once('end', () => { closed = true })
+  socket.once('close', () => { closed = true })
+  socket.on('error', () => { closed = true })
+  const reading = readResponse(socket)
+  for (const p of parts) {
+    socket.write(p)
+    if (parts.length > 1) await new Promise(resolve => setTimeout(resolve, 20))
+  }
+  const timer = setTimeout(() => socket.destroy(), ms)
+  const text = await reading
+  clearTimeout(timer)
+  return { text, closed }
+}
+
+const smuggled = 'GET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n'
+const responses = (text: string): number => text.split(/^HTTP\/1\.1 /m).length - 1
+
+t.test('two different Content-Length headers: 400 and closed, and the request smuggled behind them is never served', async t => {
+  const s = await counting(t)
+  for (const [first, second] of [['5', '40'], ['40', '5']]) {
+    const body = 'hello' + smuggled
+    const { text, closed } = await exchange(s.port, [`POST /a HTTP/1.1\r\nHost: x\r\nContent-Length: ${first}\r\nContent-Length: ${second}\r\n\r\n${body}`])
+    t.ok(closed, `${first} then ${second}: the connection is closed`)
+    t.notMatch(text, /smuggled/, 'nothing answers for the smuggled request')
+    t.ok(responses(text) <= 1, 'at most one answer on the connection')
+  }
+  t.same(s.hits, [], 'no handler ran')
+
+  const alone = await exchange(s.port, ['POST /a HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nContent-Length: 40\r\n\r\nhello'])
+  t.match(alone.text, /^HTTP\/1\.1 400 /, 'a client that waits for the answer gets a 400')
+  t.match(alone.text, /connection: close/i)
+  t.match(alone.text, /"code":"malformed_request"/)
+  t.ok(alone.closed)
+})
+
+t.test('the same Content-Length twice, padded or not, is refused the same way', async t => {
+  const s = await counting(t)
+  for (const second of ['5', '  5  ', '\t5']) {
+    const { text, closed } = await exchange(s.port, [`POST /a HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nContent-Length:${second}\r\n\r\n{"a":1}`])
+    t.match(text, /^HTTP\/1\.1 400 /, JSON.stringify(second))
+    t.ok(closed)
+  }
+  t.same(s.hits, [])
+})
+
+t.test('Content-Length with Transfer-Encoding: uWS closes before any handler runs, and nothing behind it is parsed', async t => {
+  const s = await counting(t)
+  for (const head of ['Content-Length: 5\r\nTransfer-Encoding: chunked', 'Transfer-Encoding: chunked\r\nContent-Length: 5']) {
+    const { text, closed } = await exchange(s.port, [`POST /a HTTP/1.1\r\nHost: x\r\n${head}\r\n\r\n0\r\n\r\n${smuggled}`])
+    t.equal(text, '', 'no answer at all: the uWS parser decides (docs/http.md)')
+    t.ok(closed, 'the connection is closed')
+  }
+  t.same(s.hits, [], 'neither request reached a handler')
+})
+
+t.test('uWS itself: a Content-Length that is not a number closes the connection after the handler, without an answer', async t => {
+  const s = await counting(t)
+  for (const length of ['5x', '-1', '5, 5', '99999999999999999999999']) {
+    const { text, closed } = await exchange(s.port, [`POST /a HTTP/1.1\r\nHost: x\r\nContent-Length: ${length}\r\n\r\nhello${smuggled}`])
+    t.equal(text, '', JSON.stringify(length))
+    t.ok(closed)
+  }
+  t.same(s.hits, [], 'the gateway refused them before any route ran; uWS closed first')
+})
+
+t.test('uWS itself: HTTP/1.0, or HTTP/1.1 without Host, never reaches the gateway', async t => {
+  const s = await counting(t)
+  for (const head of ['GET /a HTTP/1.0\r\nHost: x\r\n\r\n', 'GET /a HTTP/1.0\r\n\r\n', 'GET /a HTTP/1.1\r\n\r\n']) {
+    const { text, closed } = await exchange(s.port, [head, 'x'.repeat(5000)])
+    t.equal(text, '', JSON.stringify(head))
+    t.ok(closed)
+  }
+  t.same(s.hits, [])
+})
+
+t.test('a Transfer-Encoding other than chunked, or an empty Content-Length, is 400 and closed', async t => {
+  const s = await counting(t)
+  const cases = [
+    'Transfer-Encoding: gzip, chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n',
+    'Transfer-Encoding: xchunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n',
+    'Content-Length: \r\n\r\n'
+  ]
+  for (const c of cases) {
+    const { text, closed } = await exchange(s.port, [`POST /a HTTP/1.1\r\nHost: x\r\n${c}`])
+    t.match(text, /^HTTP\/1\.1 400 /, JSON.stringify(c))
+    t.ok(closed)
+  }
+  t.same(s.hits, [])
+  const chunked = await exchange(s.port, ['POST /a HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: Chunked\r\nConnection: close\r\n\r\n7\r\n{"a":1}\r\n0\r\n\r\n'])
+  t.match(chunked.text, /^HTTP\/1\.1 200 /, 'chunked itself, in any case, is read')
+})
+
+t.test('a security-relevant header sent twice is 400 before any handler runs', async t => {
+  const s = await counting(t)
+  const twice: Array<[string, string, string]> = [
+    ['Authorization', 'Bearer a', 'Bearer b'],
+    ['Host', 'x', 'y'],
+    ['X-Svc-Tenant-Client-Id', 'cA', 'cB'],
+    ['X-Svc-Tenant-Client-Id', 'cA', ' cA '],
+    ['x-svc-tenant-client-id', 'cA', 'cA'],
+    ['X-Request-Id', 'r1', 'r2'],
+    ['Content-Type', 'application/json', 'text/plain'],
+    ['Last-Event-ID', '1', '2']
+  ]
+  for (const [name, a, b] of twice) {
+    const host = name === 'Host' ? '' : 'Host: x\r\n'
+    const { text } = await exchange(s.port, [`GET /a HTTP/1.1\r\n${host}${name}: ${a}\r\n${name.toUpperCase()}:${b}\r\nConnection: close\r\n\r\n`])
+    t.match(text, /^HTTP\/1\.1 400 /, `${name} twice`)
+    t.match(text, `"code":"malformed_request","message":"the ${name.toLowerCase()} header was sent more than once"`)
+  }
+  t.same(s.hits, [], 'no handler ran')
+  const other = await exchange(s.port, ['GET /a HTTP/1.1\r\nHost: x\r\nAccept: a/b\r\nAccept: c/d\r\nConnection: close\r\n\r\n'])
+  t.match(other.text, /^HTTP\/1\.1 200 /, 'other headers may repeat')
+})
+
+t.test('uWS strips the padding around a header value before the gateway sees it', async t => {
+  const s = await counting(t)
+  const { text } = await exchange(s.port, ['GET /a HTTP/1.1\r\nHost: x\r\nX-Svc-Tenant-Client-Id: \t cB \t\r\nConnection: close\r\n\r\n'])
+  t.match(text, /"tenant":"cB"/, 'a padded value arrives unpadded (RFC 9110 5.5: the padding is not part of it)')
+})
+
+t.test('a duplicate header on a request with a body is answered after the body, and the connection stays usable', async t => {
+  const s = await counting(t)
+  const body = '{"a":"' + 'x'.repeat(100_000) + '"}'
+  const { text } = await exchange(s.port, [
+    `POST /a HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer a\r\nAuthorization: Bearer b\r\nContent-Length: ${body.length}\r\n\r\n${body}`,
+    'GET /next HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n'
+  ])
+  t.match(text, /^HTTP\/1\.1 400 /)
+  t.match(text, /HTTP\/1\.1 200 [^]*"path":"\/next"/, 'the next request on the connection is served')
+  t.same(s.hits, ['/next'])
+})
+
+t.test('a header block over 4096 bytes gets 431 when it arrives in one read; exactly 4096 is served', async t => {
+  const s = await counting(t)
+  const block = (size: number): string => {
+    const head = 'GET /a HTTP/1.1\r\nHost: x\r\nConnection: close\r\nX-Big: '
+    return head + 'a'.repeat(size - head.length - 4) + '\r\n\r\n'
+  }
+  const fits = await exchange(s.port, [block(4096)])
+  t.match(fits.text, /^HTTP\/1\.1 200 /)
+  const over = await exchange(s.port, [block(4097)])
+  t.match(over.text, /^HTTP\/1\.1 431 /)
+  t.match(over.text, /"code":"header_fields_too_large"/)
+  t.same(s.hits, ['/a'])
+})
+
+t.test('uWS itself: a header block over 4096 bytes in several reads is dropped without an answer', async t => {
+  const s = await counting(t)
+  const line = 'GET /a HTTP/1.1\r\n'
+  const rest = 'Host: x\r\nX-Big: ' + 'a'.repeat(4200) + '\r\n\r\n'
+  const { text, closed } = await exchange(s.port, [line, rest])
+  t.equal(text, '', 'no answer: uWS closes the connection when its 4 KiB header buffer overflows')
+  t.ok(closed)
+  t.same(s.hits, [])
+})
+
+t.test('uWS itself: more than 48 header lines never reach the gateway; the connection is closed without an answer', async t => {
+  const s = await counting(t)
+  const lines = (n: number): string => Array.from({ length: n }, (_, i) => `X-H${i}: v\r\n`).join('')
+  const ok = await exchange(s.port, [`GET /a HTTP/1.1\r\nHost: x\r\nConnection: close\r\n${lines(46)}\r\n`])
+  t.match(ok.text, /^HTTP\/1\.1 200 /, '48 header lines are served')
+  // uWS waits for more of what it takes for an unfinished block: it closes at its idle timeout
+  // (about 10 s), or at once when what it holds passes 4 KiB, as here.
+  const { text, closed } = await exchange(s.port, [`GET /a HTTP/1.1\r\nHost: x\r\nConnection: close\r\n${lines(47)}\r\n`, 'x'.repeat(5000)])
+  t.equal(text, '')
+  t.ok(closed)
+  t.same(s.hits, ['/a'])
+})
+
+t.test('uWS itself: a bare CR or LF in a header line never reaches the gateway, nor does what follows it', async t => {
+  const s = await counting(t)
+  for (const bad of ['X-A: a\nX-B: b', 'X-A: a\rX-B: b', 'X-A: a\r\n b']) {
+    const { text, closed } = await exchange(s.port, [`GET /a HTTP/1.1\r\nHost: x\r\n${bad}\r\n\r\n${smuggled}`, 'x'.repeat(5000)])
+    t.equal(text, '', JSON.stringify(bad))
+    t.ok(closed)
+  }
+  t.same(s.hits, [])
+})

@@ -1,0 +1,41 @@
+import t from 'tap'
+import { spawnGateway } from '../helpers/child.js'
+import { rawConnect, readResponse } from '../helpers/http.js'
+import { CLIENT, writeJson } from '../helpers/gateway.js'
+
+const KEEP_ALIVE_PROBE = 'GET /health HTTP/1.1\r\nHost: x\r\n\r\n'
+
+t.test('a request that arrives while the gateway drains gets 503 shutting_down in its route\'s shape', async t => {
+  const dir = t.testdir()
+  const clients = writeJson(dir, 'clients.json', [CLIENT])
+  // GATEWAY_INFRA_RUN: the test infra script's variable, in the environment as it is under `npm test`.
+  const gw = spawnGateway(t, ['start'], { DATA_DIR: dir, AUTH_CLIENTS_FILE: clients, GATEWAY_INFRA_RUN: dir })
+  const { port } = await gw.waitFor('gateway listening') as { port: number }
+
+  // Kept-alive connections, opened (and used once) before the shutdown.
+  const telemetry = await rawConnect(port)
+  const evidence = await rawConnect(port)
+  for (const socket of [telemetry, evidence]) {
+    socket.write(KEEP_ALIVE_PROBE)
+    t.match(await readResponse(socket, /"ok"\}$/), /^HTTP\/1\.1 200 /)
+  }
+  // A request in flight holds the drain open.
+  const holder = await rawConnect(port)
+  holder.write('POST /v1/asset/track HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"asset_id":')
+  await new Promise(resolve => setTimeout(resolve, 100))
+
+  gw.proc.kill('SIGTERM')
+  await gw.waitFor('shutting down')
+  const body = '{"asset_id":"a","timestamp":"2026-01-01T00:00:00Z"}'
+  telemetry.write(`POST /v1/asset/track HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`)
+  const onTelemetry = await readResponse(telemetry)
+  t.match(onTelemetry, /^HTTP\/1\.1 503 /)
+  t.same(JSON.parse(onTelemetry.slice(onTelemetry.indexOf('\r\n\r\n') + 4)), { status: 'error', message: 'server is shutting down', detail: 'shutting_down' }, 'the telemetry shape on the telemetry route')
+  evidence.write('POST /v1/stream/events HTTP/1.1\r\nHost: x\r\nContent-Type: multipart/form-data; boundary=b\r\nContent-Length: 0\r\n\r\n')
+  const onEvidence = await readResponse(evidence)
+  t.match(onEvidence, /^HTTP\/1\.1 503 /)
+  t.same(JSON.parse(onEvidence.slice(onEvidence.indexOf('\r\n\r\n') + 4)), { status: 'error', code: 'shutting_down', details: { request: 'server is shutting down' } }, 'the evidence shape on the evidence route')
+
+  holder.destroy()
+  t.equal(await gw.exit, 0)
+})
