@@ -1,12 +1,16 @@
 // POST /v1/asset/track with the spec's full example record
 // (test/fixtures/asset-track.json), on the gateway with Kafka (acks=all) and
-// with the local bus, beside two baselines measured in the same run:
+// with the local bus, beside three baselines measured in the same run:
 //
 //   bare-uws-json    bench/baselines/bare-uws-json.mjs: the same uWS build,
 //                    body read, JSON.parse, 200 with the same body; nothing else
 //   fastify-kafkajs  bench/baselines/fastify-kafkajs.mjs: Fastify 5 + kafkajs
 //                    doing the gateway's work (JWT, ajv with the gateway's
 //                    schema, one acks=all send per request)
+//   go-peer          bench/baselines/go-peer: Go, fasthttp + franz-go doing
+//                    the same work (the same schema, token rules and cache,
+//                    the same message bytes), batched with a 5 ms linger,
+//                    acks=all: the strongest peer, built with `go build`
 //   gateway-kafka    BUS=kafka against a private broker (scripts/infra.sh with
 //                    its own run dir), then again at a fixed rate (70% of its
 //                    peak) for the p99 at that load
@@ -18,6 +22,7 @@ import { generateKeyPairSync, createSign, randomUUID } from 'node:crypto'
 import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { gateway, bareUws, fastifyKafkajs } from '../lib/targets.mjs'
+import { goPeer } from '../lib/go-peer.mjs'
 import { startInfra, warmKafka } from '../lib/infra.mjs'
 import { luaScript, pacedLua, parsePaced } from '../lib/wrk.mjs'
 import { WRK_COLUMNS } from '../lib/report.mjs'
@@ -33,10 +38,10 @@ const FIXTURE = 'test/fixtures/asset-track.json'
 const BODY = readFileSync(join(REPO_DIR, FIXTURE)) // sent as is, byte for byte
 const PATH = '/v1/asset/track'
 const ISSUER = 'http://127.0.0.1:8080/' // the gateway's AUTH_ISSUER default; the fastify baseline checks the same
-const KAFKA_TARGETS = ['fastify-kafkajs', 'gateway-kafka']
+const KAFKA_TARGETS = ['fastify-kafkajs', 'go-peer', 'gateway-kafka']
 
 // The issue's targets (for the bench, not the tests).
-const TARGETS = { kafkaReqPerSec: 25000, vsBare: 0.5, vsFastify: 1.5, pacedP99Ms: 20 }
+const TARGETS = { kafkaReqPerSec: 25000, vsBare: 0.5, vsFastify: 1.5, vsGoPeerPerCore: 1, pacedP99Ms: 20 }
 
 function knobs (settings) {
   return {
@@ -132,7 +137,7 @@ function accessLogNote (r, settings) {
 
 export default {
   name: 'telemetry',
-  description: 'POST /v1/asset/track, full example record: gateway with Kafka acks=all and local bus beside bare uWS + JSON.parse and Fastify + kafkajs',
+  description: 'POST /v1/asset/track, full example record: gateway with Kafka acks=all and local bus beside bare uWS + JSON.parse, Fastify + kafkajs and the Go peer (fasthttp + franz-go)',
   baseline: 'bare-uws-json',
   headline (settings) {
     const k = knobs(settings)
@@ -181,6 +186,12 @@ export default {
           logStats: true
         },
         {
+          // Its own topic (created by the peer), so gateway-kafka's partition starts empty.
+          target: goPeer({ env: { KAFKA_BROKERS: infra?.brokers ?? '', JWT_PUBLIC_KEY_FILE: publicKeyFile, JWT_ISSUER: ISSUER, JWT_AUDIENCE: AUDIENCE, TOPIC: 'bench.go-peer.telemetry', LINGER_MS: '5' } }),
+          request: async () => request(fastifyToken),
+          logStats: true
+        },
+        {
           target: gateway({ label: 'gateway-kafka', env: { ...kafkaEnv, AUTH_CLIENTS_FILE: clientsFile, AUTH_ISSUER: ISSUER } }),
           request: async server => request(await login(server.url)),
           logStats: true,
@@ -223,10 +234,13 @@ export default {
     }
     notes.push(...readRows(rows, ctx, k))
     const columns = [...WRK_COLUMNS]
+    columns.splice(columns.findIndex(c => c.title === 'srv CPU') + 1, 0, { title: 'µs/req', get: r => fmt.int(r.cpuUsPerReq) })
     columns.splice(columns.findIndex(c => c.title === 'wrk CPU') + 1, 0, { title: 'kafka CPU', get: r => fmt.pct(r.companionCpu?.kafka) })
     columns.splice(columns.findIndex(c => c.title === 'vs baseline'), 1,
       { title: 'vs bare-uws', get: r => fmt.ratio(r.vsBareUws) },
-      { title: 'vs fastify', get: r => fmt.ratio(r.vsFastify) })
+      { title: 'vs fastify', get: r => fmt.ratio(r.vsFastify) },
+      { title: 'vs go-peer', get: r => fmt.ratio(r.vsGoPeer) },
+      { title: 'per core vs go', get: r => fmt.ratio(r.perCoreVsGoPeer) })
     return { rows, columns, compareBy: 'closedReqPerSec', notes }
   }
 }
@@ -254,10 +268,15 @@ function readRows (rows, ctx, k) {
   const find = label => rows.find(r => r.label === label && r.closedReqPerSec !== undefined && !r.error)
   const bare = find('bare-uws-json')
   const fastify = find('fastify-kafkajs')
+  const go = find('go-peer')
   for (const r of rows) {
+    // The server's CPU time per request: what a shared machine moves least.
+    if (r.serverCpu !== undefined && r.reqPerSec > 0) r.cpuUsPerReq = r.serverCpu / r.reqPerSec * 1e6
     if (r.closedReqPerSec === undefined) continue
     if (bare) r.vsBareUws = r.closedReqPerSec / bare.closedReqPerSec
     if (fastify) r.vsFastify = r.closedReqPerSec / fastify.closedReqPerSec
+    if (go) r.vsGoPeer = r.closedReqPerSec / go.closedReqPerSec
+    if (go?.cpuUsPerReq && r.cpuUsPerReq) r.perCoreVsGoPeer = go.cpuUsPerReq / r.cpuUsPerReq
     r.bound = bound(r, ctx, settings.connections)
     if (r.bound) r.notes.push(r.bound)
   }
@@ -270,6 +289,10 @@ function readRows (rows, ctx, k) {
     notes.push(`target ≥ ${TARGETS.kafkaReqPerSec} req/s on one core, Kafka acks=all: gateway-kafka ${Math.round(gk.reqPerSec)} req/s: ${v(gk.reqPerSec >= TARGETS.kafkaReqPerSec, gk)}`)
     if (bare) notes.push(`target ≥ ${TARGETS.vsBare * 100}% of bare-uws-json: gateway-kafka ${fmt.ratio(gk.vsBareUws)}: ${v(gk.vsBareUws >= TARGETS.vsBare, gk, bare)}`)
     if (fastify) notes.push(`target ≥ ${TARGETS.vsFastify}× fastify-kafkajs: gateway-kafka ${fmt.ratio(gk.vsFastify)}: ${v(gk.vsFastify >= TARGETS.vsFastify, gk, fastify)}`)
+    if (go?.cpuUsPerReq && gk.cpuUsPerReq) {
+      notes.push(`target: beat the Go peer per core (its CPU µs per request over ours ≥ ${TARGETS.vsGoPeerPerCore}): go-peer ${fmt.int(go.cpuUsPerReq)} µs/req, gateway-kafka ${fmt.int(gk.cpuUsPerReq)} µs/req, ${fmt.ratio(gk.perCoreVsGoPeer)}: ` +
+        v(gk.perCoreVsGoPeer >= TARGETS.vsGoPeerPerCore, gk, go))
+    }
   }
   if (gkPaced && !gkPaced.error) {
     const p99 = gkPaced.latencyMs?.p99
