@@ -1,0 +1,50 @@
+// CPU per record of encoding a Produce request: kafkajs's own encoder beside
+// the gateway's (src/bus/kafka-produce.ts), on the bus messages the telemetry
+// route publishes (the spec's example record, its headers), in batches of
+// KAFKA_ENCODE_BATCH (default 50), alternated for KAFKA_ENCODE_ROUNDS rounds
+// of KAFKA_ENCODE_SECONDS each. CPU time (process.cpuUsage), not wall time:
+// it moves little when others share the machine. Needs `npm run build`.
+//
+//   node bench/kafka-encode.mjs
+import { createRequire } from 'node:module'
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { REPO_DIR } from './lib/paths.mjs'
+import { median } from './lib/stats.mjs'
+
+const num = (name, def) => (process.env[name] ? Number(process.env[name]) : def)
+const BATCH = num('KAFKA_ENCODE_BATCH', 50)
+const ROUNDS = num('KAFKA_ENCODE_ROUNDS', 5)
+const SECONDS = num('KAFKA_ENCODE_SECONDS', 2)
+
+const require = createRequire(join(REPO_DIR, 'package.json'))
+const kafkajsProduce = require('kafkajs/src/protocol/requests/produce/v3/request.js')
+const Encoder = require('kafkajs/src/protocol/encoder.js')
+const { fastProduce } = await import(join(REPO_DIR, 'dist', 'bus', 'kafka-produce.js'))
+const { toMessage } = await import(join(REPO_DIR, 'dist', 'telemetry', 'record.js'))
+
+const text = readFileSync(join(REPO_DIR, 'test', 'fixtures', 'asset-track.json'), 'utf8')
+const record = JSON.parse(text)
+const messages = Array.from({ length: BATCH }, (_, i) => toMessage(record, text, 'bench', `req-${i}`, new Date().toISOString()))
+const args = { acks: -1, timeout: 30000, producerId: 1234, producerEpoch: 0, topicData: [{ topic: 'asset.telemetry.v1', partitions: [{ partition: 3, firstSequence: 1000, messages }] }] }
+const variants = { kafkajs: kafkajsProduce, gateway: fastProduce(kafkajsProduce, Encoder) }
+
+const usPerRecord = {}
+for (const name of Object.keys(variants)) usPerRecord[name] = []
+for (let round = 0; round < ROUNDS; round++) {
+  for (const [name, build] of Object.entries(variants)) {
+    const c0 = process.cpuUsage()
+    const end = performance.now() + SECONDS * 1000
+    let records = 0
+    while (performance.now() < end) {
+      for (let i = 0; i < 20; i++) await build(args).encode()
+      records += 20 * BATCH
+    }
+    const c = process.cpuUsage(c0)
+    usPerRecord[name].push((c.user + c.system) / records)
+  }
+}
+const bytes = (await variants.gateway(args).encode()).buffer.length
+console.log(`Produce request encoding, ${BATCH} telemetry records per batch (${bytes} B per request), ${ROUNDS} rounds × ${SECONDS} s, CPU µs per record:`)
+for (const [name, list] of Object.entries(usPerRecord)) console.log(`  ${name.padEnd(8)} ${median(list).toFixed(2).padStart(7)} µs (rounds: ${list.map(v => v.toFixed(2)).join(' ')})`)
+console.log(`  ratio    ${(median(usPerRecord.kafkajs) / median(usPerRecord.gateway)).toFixed(1)}×`)
