@@ -8,6 +8,12 @@ export interface BatcherOptions {
   lingerMs: number
   /** Records waiting or in flight before new ones are refused (503). */
   maxPending: number
+  /**
+   * Batches sent before the first is acknowledged (default 1). More than one
+   * only for a publish that keeps the order of overlapping calls itself (the
+   * local bus: LMDB runs its transactions in the order they were asked for).
+   */
+  maxInFlight?: number
   /** From a record's arrival to its answer; past it the record fails (500). */
   timeoutMs: number
   publish: (messages: BusMessage[]) => Promise<void>
@@ -35,21 +41,33 @@ const reportFailure: Settled<(err: GatewayError, message: BusMessage) => void> =
 
 /**
  * Groups records into batches and answers each record when its batch is
- * acknowledged. One batch is in flight at a time; records that arrive
- * meanwhile form the next one, so the batch size follows the load.
+ * acknowledged. Up to `maxInFlight` batches (one by default) are in flight;
+ * records that arrive meanwhile form the next one, so the batch size follows
+ * the load. With more than one, a batch leaves (after the linger) while the
+ * ones before it wait for their acknowledgment, so a record waits for its own
+ * batch's acknowledgment rather than for one more before it: what an LMDB
+ * commit that waits for the disk's flush needs (docs/telemetry.md).
  * Every record settles exactly once: acknowledged, failed, or timed out.
  */
 export class MicroBatcher {
   private queue: Entry[] = []
-  private inFlight: Entry[] | undefined
+  private readonly inFlight: Entry[][] = []
+  private inFlightRecords = 0
+  private readonly maxInFlight: number
   private lingerTimer: NodeJS.Timeout | undefined
   private deadlineTimer: NodeJS.Timeout | undefined
   private deadlineAt = Infinity
 
-  constructor (private readonly options: BatcherOptions) {}
+  constructor (private readonly options: BatcherOptions) {
+    this.maxInFlight = Math.max(1, options.maxInFlight ?? 1)
+  }
 
   get pending (): number {
-    return this.queue.length + (this.inFlight?.length ?? 0)
+    return this.queue.length + this.inFlightRecords
+  }
+
+  private get full (): boolean {
+    return this.inFlight.length >= this.maxInFlight
   }
 
   add (message: BusMessage): Promise<void> {
@@ -91,7 +109,7 @@ export class MicroBatcher {
     const entry: Entry = { message, deadline: Date.now() + this.options.timeoutMs, settled: false, token, done }
     this.queue.push(entry)
     this.armDeadline(entry.deadline)
-    if (this.inFlight) return
+    if (this.full) return
     if (this.queue.length >= this.options.maxBatch) this.flush()
     else this.lingerTimer ??= setTimeout(() => this.flush(), this.options.lingerMs)
   }
@@ -106,7 +124,7 @@ export class MicroBatcher {
   /** Sends what is queued and resolves when nothing is pending (shutdown). */
   async drain (): Promise<void> {
     while (this.pending > 0) {
-      if (!this.inFlight) this.flush()
+      if (!this.full) this.flush()
       await new Promise(resolve => setImmediate(resolve))
     }
   }
@@ -114,10 +132,11 @@ export class MicroBatcher {
   private flush (): void {
     clearTimeout(this.lingerTimer)
     this.lingerTimer = undefined
-    if (this.inFlight || this.queue.length === 0) return
+    if (this.full || this.queue.length === 0) return
     const batch = this.queue.length <= this.options.maxBatch ? this.queue : this.queue.slice(0, this.options.maxBatch)
     this.queue = batch === this.queue ? [] : this.queue.slice(batch.length)
-    this.inFlight = batch
+    this.inFlight.push(batch)
+    this.inFlightRecords += batch.length
     const refused = this.options.refuse?.()
     if (refused) return this.settle(batch, refused)
     this.options.publish(batch.map(e => e.message)).then(
@@ -132,10 +151,11 @@ export class MicroBatcher {
       e.settled = true
       e.done(e.token, err, e.message)
     }
-    this.inFlight = undefined
+    this.inFlight.splice(this.inFlight.indexOf(batch), 1)
+    this.inFlightRecords -= batch.length
     // Records that queued behind this batch have waited long enough already.
     if (this.queue.length > 0) this.flush()
-    else this.disarmDeadline()
+    else if (this.inFlight.length === 0) this.disarmDeadline()
   }
 
   private armDeadline (deadline: number): void {
@@ -155,8 +175,10 @@ export class MicroBatcher {
     this.deadlineAt = Infinity
     const now = Date.now()
     const timeout = publishFailed(`no acknowledgment within ${this.options.timeoutMs} ms`)
-    for (const e of this.inFlight ?? []) {
-      if (!e.settled && e.deadline <= now) { e.settled = true; e.done(e.token, timeout, e.message) }
+    for (const batch of this.inFlight) {
+      for (const e of batch) {
+        if (!e.settled && e.deadline <= now) { e.settled = true; e.done(e.token, timeout, e.message) }
+      }
     }
     let expired = 0
     while (expired < this.queue.length && this.queue[expired]!.deadline <= now) {
@@ -165,7 +187,8 @@ export class MicroBatcher {
       e.done(e.token, timeout, e.message)
     }
     if (expired > 0) this.queue = this.queue.slice(expired)
-    const next = Math.min(this.inFlight?.find(e => !e.settled)?.deadline ?? Infinity, this.queue[0]?.deadline ?? Infinity)
+    let next = this.queue[0]?.deadline ?? Infinity
+    for (const batch of this.inFlight) next = Math.min(next, batch.find(e => !e.settled)?.deadline ?? Infinity)
     if (next !== Infinity) this.armDeadline(next)
   }
 }

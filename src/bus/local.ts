@@ -25,6 +25,7 @@ const LAST = Number.MAX_SAFE_INTEGER
  */
 export class LocalBus implements TransactionalLog {
   readonly kind = 'local'
+  readonly maxInFlight = 4
   private readonly db: Database<Batch, Key>
 
   constructor (readonly state: StateStore) {

@@ -18,6 +18,13 @@ export interface StoredMessage extends BusMessage {
  */
 export interface Bus {
   readonly kind: 'local' | 'kafka'
+  /**
+   * How many publish calls may overlap with their order kept (absent: one at
+   * a time). The local bus: LMDB commits in the order asked and the wait is
+   * mostly the disk's flush, which overlapping commits share. Kafka through
+   * kafkajs: one (its idempotent producer loses messages when sends overlap).
+   */
+  readonly maxInFlight?: number
   start(): Promise<void>
   publish(topic: string, messages: BusMessage[]): Promise<void>
   /** Throws when the bus cannot take messages now (readiness). */

@@ -30,6 +30,7 @@ export class TelemetryService {
       lingerMs: config.telemetryLingerMs,
       maxPending: config.telemetryMaxPending,
       timeoutMs: config.telemetryPublishTimeoutMs,
+      maxInFlight: bus.maxInFlight,
       publish: messages => bus.publish(config.topicTelemetry, messages),
       refuse: () => {
         const reason = bus.unavailable()

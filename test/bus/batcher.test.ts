@@ -144,3 +144,28 @@ t.test('submit: one shared function told once per record, with its token; a refu
   await new Promise(resolve => setTimeout(resolve, 60))
   t.same(timedOut, [[4, 'publish_failed']], 'a timed-out record is told once')
 })
+
+t.test('maxInFlight: the next batch leaves while the one before waits; sends stay in order, each batch answered on its own ack', async t => {
+  const sends: Array<{ values: string[], ack: () => void }> = []
+  const b = batcher({ maxBatch: 2, maxInFlight: 2, publish: messages => new Promise(resolve => { sends.push({ values: messages.map(m => m.value as string), ack: resolve }) }) })
+  const told: string[] = []
+  const settled = (token: string, err: GatewayError | undefined): void => { told.push(`${token}${err ? ` ${err.code}` : ''}`) }
+  for (let i = 0; i < 6; i++) b.submit(msg(i), String(i), settled)
+  t.same(sends.map(s => s.values), [['0', '1'], ['2', '3']], 'two batches in flight, in order; the third waits')
+  sends[1]!.ack()
+  await new Promise(resolve => setImmediate(resolve))
+  t.same(told, ['2', '3'], 'the second batch is answered on its own acknowledgment')
+  t.same(sends.map(s => s.values), [['0', '1'], ['2', '3'], ['4', '5']], 'and the queued batch leaves at once')
+  t.equal(b.pending, 4)
+  sends[0]!.ack()
+  sends[2]!.ack()
+  await b.drain()
+  t.same(told, ['2', '3', '0', '1', '4', '5'])
+  t.equal(b.pending, 0)
+})
+
+t.test('maxInFlight: a timeout fails the records of every batch in flight', async t => {
+  const b = batcher({ maxBatch: 1, maxInFlight: 3, timeoutMs: 20, publish: () => new Promise(() => {}) })
+  const results = await Promise.allSettled([b.add(msg(1)), b.add(msg(2)), b.add(msg(3))])
+  t.same(results.map(r => r.status), ['rejected', 'rejected', 'rejected'])
+})
