@@ -92,6 +92,12 @@ function verdicts (rows, maxC) {
         ` [the gateway's slab pool: ${Math.floor(r.bufferBytes / r.partSize)} × ${r.partSize / MiB} MiB (STORAGE_BUFFER_BYTES ${r.bufferBytes})${r.nodeArgs?.length ? `, node ${r.nodeArgs.join(' ')}` : ''};` +
         ` lib-storage's part buffers in the direct process: ${maxC} × ${r.partSize / MiB} MiB × (queue ${r.queueSize} + 1) = ${maxC * r.partSize * (r.queueSize + 1) / MiB} MiB, which peaked at ${fmt.mib(d?.peakRssBytes)}]`)
     }
+    const starts = (r.runs ?? [r]).filter(x => !x.error && x.memoryAtStart?.heapTotal !== undefined)
+    if (starts.length > 1) {
+      const f = m => `RSS ${Math.round(m.rss / MiB)} (heap ${Math.round(m.heapUsed / MiB)}/${Math.round(m.heapTotal / MiB)}, external ${Math.round(m.external / MiB)})`
+      notes.push(`${tag} ×${r.concurrency} idle memory at the start of each run, MiB: ${starts.map(x => f(x.memoryAtStart)).join(' → ')}: ` +
+        'growth in the RSS alone is the allocator keeping freed pages (fragmentation); in the heap or external memory, something kept')
+    }
     const l = lagMs(r)
     if (l !== undefined) {
       notes.push(`target event-loop p99 ≤ ${TARGETS.lagP99Ms} ms while hashing: ${tag} ${l.toFixed(1)} ms (${of}${range(r.lagP99Range, x => `${(Math.max(0, x - LAG_RESOLUTION_S) * 1000).toFixed(0)}`)} ms; ` +

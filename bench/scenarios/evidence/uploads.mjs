@@ -13,6 +13,24 @@ import { awsEnv, bucketContents, checkStored, emptyBucket, QUIET_SDK } from '../
 const CLIENT_SCRIPT = join(BENCH_DIR, 'baselines', 'evidence-client.mjs')
 const DIRECT_SCRIPT = join(BENCH_DIR, 'baselines', 'direct-lib-storage.mjs')
 
+/**
+ * Where the gateway's idle memory is, from its GET /metrics (V8's heap,
+ * Buffers and ArrayBuffers outside it) and /proc (RSS): what grows between
+ * runs tells a leak or a cache (the heap or external memory grows) from
+ * fragmentation (only the RSS does). Bytes; undefined fields when unreadable.
+ */
+async function memoryBreakdown (server) {
+  const out = { rss: memory(server.pid)?.rss }
+  try {
+    const text = await (await fetch(new URL('/metrics', server.url), { signal: AbortSignal.timeout(5000) })).text()
+    const get = name => { const m = new RegExp(`^${name} (\\S+)$`, 'm').exec(text); return m ? Number(m[1]) : undefined }
+    out.heapUsed = get('nodejs_heap_size_used_bytes')
+    out.heapTotal = get('nodejs_heap_size_total_bytes')
+    out.external = get('nodejs_external_memory_bytes')
+  } catch {}
+  return out
+}
+
 const runTag = (u, label, c, rep) => `${label} ×${c}${u.k.repeat > 1 ? ` (run ${rep}/${u.k.repeat})` : ''}`
 
 /** `script` run to its end while `pid`, MinIO and the script itself are sampled; its figures in row shape. */
@@ -89,7 +107,8 @@ export async function viaGateway (u, server, cfg, c, label, rep) {
   const { ctx, k } = u
   const row = { label, concurrency: c, partSize: cfg.partSize, queueSize: cfg.queueSize, bufferBytes: cfg.bufferBytes, nodeArgs: cfg.nodeArgs, problems: [], notes: [] }
   ctx.log(`  ${runTag(u, label, c, rep)}: ${c} upload(s) of ${k.bytes} bytes through the gateway`)
-  row.rssAtStartBytes = memory(server.pid)?.rss
+  row.memoryAtStart = await memoryBreakdown(server)
+  row.rssAtStartBytes = row.memoryAtStart.rss
   const t = await timed(u, {
     pid: server.pid,
     label: 'evidence-client',
