@@ -35,6 +35,9 @@ export function throughputNotes (ctx, rows) {
 }
 
 /** The issue's targets, met or not. */
+/** Issue 15's targets, as ratios to the baselines measured in the same run. */
+const RATIOS = { vsLmdbRun: 0.9, sseVsMemory: 1.5 }
+
 export function verdicts (rows, threshold) {
   const notes = []
   const v = (ok, r) => verdict(ok, [r], threshold)
@@ -47,6 +50,20 @@ export function verdicts (rows, threshold) {
   for (const dl of rows.filter(r => r.phase === 'delivery' && r.label === 'gateway' && !r.error && r.deliveryMs?.n)) {
     notes.push(`target SSE delivery p99 ≤ ${TARGETS.deliveryP99Ms} ms (${dl.load} load: ${dl.loadPoint.concurrency} runs × ${dl.loadPoint.subscribers} streams): gateway run.completed stamp → client ${fmt.ms(dl.deliveryMs.p99)} ms p99 over ${dl.deliveryMs.n} deliveries (${fmt.count(dl.storedEventsPerSec)} events/s stored): ` +
       v(dl.deliveryMs.p99 <= TARGETS.deliveryP99Ms, dl))
+  }
+  // Issue 15's ratios against the baselines of the same run.
+  const lmdb = rows.find(r => r.phase === 'throughput' && r.label === 'uws-lmdb-run' && !r.error)
+  if (gw && lmdb?.acceptedPerSec) {
+    const ratio = gw.acceptedPerSec / lmdb.acceptedPerSec
+    notes.push(`target ≥ ${RATIOS.vsLmdbRun}× the same LMDB writes without the harness: gateway ${fmt.count(gw.acceptedPerSec)} / uws-lmdb-run ${fmt.count(lmdb.acceptedPerSec)} runs/s = ${fmt.ratio(ratio)}: ` +
+      verdict(ratio >= RATIOS.vsLmdbRun, [gw, lmdb], threshold))
+  }
+  for (const dl of rows.filter(r => r.phase === 'delivery' && r.label === 'gateway' && !r.error && r.deliveryMs?.n)) {
+    const mem = rows.find(r => r.phase === 'delivery' && r.label === 'uws-sse-memory' && r.load === dl.load && !r.error && r.deliveryMs?.n)
+    if (!mem) continue
+    const ratio = dl.deliveryMs.p99 / mem.deliveryMs.p99
+    notes.push(`target SSE p99 ≤ ${RATIOS.sseVsMemory}× in-memory SSE (${dl.loadPoint.concurrency} × ${dl.loadPoint.subscribers}): gateway ${fmt.ms(dl.deliveryMs.p99)} ms / uws-sse-memory ${fmt.ms(mem.deliveryMs.p99)} ms = ${fmt.ratio(ratio)}: ` +
+      verdict(ratio <= RATIOS.sseVsMemory, [dl, mem], threshold))
   }
   const cp = rows.filter(r => r.phase === 'capacity' && r.label === 'gateway' && !r.error).at(-1)
   if (cp) {
