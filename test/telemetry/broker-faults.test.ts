@@ -31,12 +31,12 @@ async function underLoad (t: any, scenario: string, fault: { inject: (infra: Pri
   const load = telemetryLoad(url, token, WORKERS, scenario)
   const acks = (n: number, what: string): Promise<void> => within(load.moreAcknowledged(n), 120_000, what)
   try {
-    await acks(50, 'acknowledgments from a healthy broker')
+    await acks(30, 'acknowledgments from a healthy broker')
     await fault.inject(infra!)
     t.match(await eventually(bus, b => b.ready === false, 60_000), { ready: false }, 'readiness reports the bus down')
     await eventually(async () => load.statuses().filter(s => s === 503).length, n => n >= WORKERS, 30_000)
     await fault.repair(infra!)
-    await acks(50, 'acknowledgments once the broker is back')
+    await acks(30, 'acknowledgments once the broker is back')
   } finally {
     await load.stop()
   }
