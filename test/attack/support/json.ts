@@ -77,7 +77,7 @@ export const hostileValue: fc.Arbitrary<unknown> = fc.oneof(
   { arbitrary: hostileString, weight: 4 },
   { arbitrary: boundNumber, weight: 4 },
   { arbitrary: fc.constantFrom<unknown>(null, true, false, [], {}, [null], { '': '' }), weight: 2 },
-  { arbitrary: fc.tuple(fc.integer({ min: 31, max: 40_000 }), fc.constantFrom('array' as const, 'object' as const)).map(([d, k]) => deep(d, k)), weight: 1 },
+  { arbitrary: fc.tuple(fc.oneof(fc.integer({ min: 31, max: 40_000 }), fc.constantFrom(32, 33, 5_000, 10_000, 20_000, 30_000)), fc.constantFrom('array' as const, 'object' as const)).map(([d, k]) => deep(d, k)), weight: 1 },
   { arbitrary: fc.integer({ min: 200, max: 20_000 }).map(n => new RawJson(`{${Array.from({ length: n }, (_, i) => `"k${i}":${i}`).join(',')}}`)), weight: 1 },
   { arbitrary: fc.integer({ min: 199, max: 1_002 }).map(n => new RawJson(`[${Array(n).fill('{"k":"a.b","v":1}').join(',')}]`)), weight: 1 },
   { arbitrary: fc.jsonValue({ maxDepth: 3 }), weight: 2 }
