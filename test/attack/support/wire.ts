@@ -67,7 +67,7 @@ export function encode (req: RawRequest): Buffer {
  * stream counts as answered once its head has come). Bounded by
  * `timeoutMs`: past it the outcome is a `hang`.
  */
-export function exchange (port: number, bytes: Buffer, timeoutMs = 15_000): Promise<Outcome> {
+export function exchange (port: number, bytes: Buffer, timeoutMs = 15_000, headOnly = false): Promise<Outcome> {
   return new Promise(resolve => {
     const socket = connect(port, '127.0.0.1')
     let received = Buffer.alloc(0)
@@ -83,24 +83,28 @@ export function exchange (port: number, bytes: Buffer, timeoutMs = 15_000): Prom
     socket.on('error', () => undefined)
     socket.on('data', (d: Buffer) => {
       received = Buffer.concat([received, d])
-      const answer = parseAnswer(received)
+      const answer = parseAnswer(received, false, headOnly)
       if (answer) finish(answer)
     })
-    socket.on('close', () => finish(parseAnswer(received, true) ?? { kind: 'closed', partial: received.toString('latin1').slice(0, 500) }))
+    socket.on('close', () => finish(parseAnswer(received, true, headOnly) ?? { kind: 'closed', partial: received.toString('latin1').slice(0, 500) }))
     // Written whole and never half-closed: uWS takes a half-closed socket for a client that left.
     socket.write(bytes)
   })
 }
 
-/** One complete answer in `data`, or undefined while it is incomplete (`ended`: the peer closed, so a body without framing ends here). */
-export function parseAnswer (data: Buffer, ended = false): Answer | undefined {
+/**
+ * One complete answer in `data`, or undefined while it is incomplete
+ * (`ended`: the peer closed, so a body without framing ends here;
+ * `headOnly`: the answer to a HEAD request, which has no body).
+ */
+export function parseAnswer (data: Buffer, ended = false, headOnly = false): Answer | undefined {
   const end = data.indexOf('\r\n\r\n')
   if (end < 0) return undefined
   const lines = data.subarray(0, end).toString('latin1').split(CRLF)
   const status = /^HTTP\/1\.[01] (\d{3})/.exec(lines[0] ?? '')
   if (!status) return undefined
   // An interim answer (`100 Continue`, which uWS sends itself) precedes the real one.
-  if (status[1]!.startsWith('1')) return parseAnswer(data.subarray(end + 4), ended)
+  if (status[1]!.startsWith('1')) return parseAnswer(data.subarray(end + 4), ended, headOnly)
   const headers: Record<string, string> = {}
   for (const line of lines.slice(1)) {
     const colon = line.indexOf(':')
@@ -108,7 +112,7 @@ export function parseAnswer (data: Buffer, ended = false): Answer | undefined {
   }
   const rest = data.subarray(end + 4)
   let body: Buffer | undefined
-  if (/^text\/event-stream/i.test(headers['content-type'] ?? '')) {
+  if (headOnly || /^text\/event-stream/i.test(headers['content-type'] ?? '')) {
     body = rest
   } else if (headers['content-length'] !== undefined) {
     const length = Number(headers['content-length'])
@@ -141,5 +145,5 @@ function dechunk (data: Buffer): Buffer | undefined {
 
 /** `exchange` for a request given as parts. */
 export function send (port: number, req: RawRequest, timeoutMs?: number): Promise<Outcome> {
-  return exchange(port, encode(req), timeoutMs)
+  return exchange(port, encode(req), timeoutMs, req.method === 'HEAD')
 }
