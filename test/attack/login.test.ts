@@ -39,10 +39,10 @@ const request = fc.record({
   rightSecret: mostly(true, fc.constant(false)),
   mutations: fc.oneof(fc.constant<Mutation[]>([]), fc.array(mutation(PATHS), { minLength: 1, maxLength: 3 })),
   encoding: fc.constantFrom('json', 'json', 'form'),
-  contentType: fc.option(fc.constantFrom('text/plain', 'application/jsonx', 'multipart/form-data; boundary=x', '', 'application/x-www-form-urlencoded; charset=utf-8', 'APPLICATION/JSON'), { nil: undefined, freq: 4 }),
+  contentType: mostly<string | undefined>(undefined, fc.constantFrom('text/plain', 'application/jsonx', 'multipart/form-data; boundary=x', '', 'application/x-www-form-urlencoded; charset=utf-8', 'APPLICATION/JSON')),
   spoil,
   framing,
-  forwardedFor: fc.option(fc.constantFrom('10.0.0.1', '10.0.0.1, 10.0.0.2', '', '::1', 'x'.repeat(300)), { nil: undefined }),
+  forwardedFor: mostly<string | undefined>(undefined, fc.constantFrom('10.0.0.1', '10.0.0.1, 10.0.0.2', '', '::1', 'x'.repeat(300))),
   extra: extraHeaders
 })
 

@@ -59,7 +59,7 @@ export const framing: fc.Arbitrary<Framing> = fc.oneof(
     preamble: fc.constantFrom('', 'preamble text\r\n', `--${GOOD_BOUNDARY}x\r\n`, '\r\n\r\n'),
     epilogue: fc.constantFrom('', 'epilogue', `\r\n--${GOOD_BOUNDARY}\r\n`),
     closing: fc.boolean(),
-    truncate: fc.option(fc.double({ min: 0, max: 1, noNaN: true }), { nil: undefined })
+    truncate: fc.oneof(fc.constant(undefined), fc.double({ min: 0, max: 1, noNaN: true }))
   }) }
 )
 
