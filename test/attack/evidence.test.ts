@@ -16,9 +16,9 @@ import type { Header } from './support/wire.js'
  */
 const RULE: RouteRule = { dialect: 'evidence', ok: [202], bearerChallenge: true }
 const MAX_MEDIA = 4
-const tally = new Tally('attack/evidence')
+const tally = new Tally('POST /v1/stream/events (envelopes, multipart)')
 console.log(`# ${seedLine('test/attack/evidence.test.ts')}`)
-t.teardown(() => console.log(tally.line()))
+t.teardown(() => tally.record())
 
 const PATHS: Path[] = [
   ['schema_version'], ['event_type'], ['event_id'], ['occurred_at'], ['ended_at'], ['severity'], ['subject'], ['subject', 'device_id'],
@@ -64,21 +64,21 @@ t.test('stream events: generated envelopes and framing get a 202 or a 4xx in the
       everAccepted.add(ack.event_id)
       if (outcome.headers['idempotent-replay'] !== 'true') accepted.push({ eventId: ack.event_id, media: ack.media_count })
     } else {
-      tally.badInputs++
       if (isStorageId(sentId)) refusedIds.add(sentId)
     }
   }), params(150))
 
-  t.equal(await target.alive(), undefined, 'the gateway still answers /health on both ports')
+  t.equal(await tally.survived(target), undefined, 'the gateway still answers /health on both ports')
   t.same(target.errors(), [], 'nothing logged at error level')
   await target.settled()
   const published = await target.published(TOPICS.evidence)
-  tally.downstream += published.length
-  t.same(published.map(m => m.headers['message-id']).sort(), accepted.map(a => `${DEVICE.client_id}/${a.eventId}`).sort(), 'one envelope per accepted event, none for a refused or replayed one')
+  const acceptedIds = new Set(accepted.map(a => `${DEVICE.client_id}/${a.eventId}`))
+  tally.storedAfterRefusal += published.filter(m => !acceptedIds.has(m.headers['message-id']!)).length
+  t.same(published.map(m => m.headers['message-id']).sort(), [...acceptedIds].sort(), 'one envelope per accepted event, none for a refused or replayed one')
   const objects = target.objects()
   t.same(objects.filter(o => o.startsWith('.partial')), [], 'no partial file left')
   t.equal(objects.length, accepted.reduce((n, a) => n + a.media, 0), 'as many objects as the accepted events\' media')
-  tally.leftInStorage += objects.length - accepted.reduce((n, a) => n + a.media, 0)
+  tally.storedAfterRefusal += Math.max(0, objects.length - accepted.reduce((n, a) => n + a.media, 0))
 
   // A refused request leaves its event_id free: the next request with it is stored, not a replay, not 409.
   const probes = [...refusedIds].filter(id => !everAccepted.has(id)).slice(0, 10)

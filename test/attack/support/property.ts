@@ -1,4 +1,5 @@
 import fc from 'fast-check'
+import { recordFigures } from '../../helpers/figures.js'
 import { errorShapeProblem, type Dialect } from './shapes.js'
 import type { Outcome, RawRequest } from './wire.js'
 
@@ -7,10 +8,10 @@ import type { Outcome, RawRequest } from './wire.js'
  * ATTACK_SEED when set, so a failure is replayed with the same inputs
  * (fast-check also prints the path of the shrunk case: ATTACK_PATH replays
  * exactly that one). Each property's numRuns is fixed in its file and
- * scaled by ATTACK_RUNS_SCALE (default 1; `npm run test:faults` raises it).
+ * scaled by ATTACK_RUNS (a factor, default 1: ATTACK_RUNS=20 for a deep run).
  */
 export const SEED = process.env['ATTACK_SEED'] !== undefined ? Number(process.env['ATTACK_SEED']) : (Date.now() ^ (Math.random() * 0x7fffffff)) | 0
-const SCALE = Number(process.env['ATTACK_RUNS_SCALE'] ?? 1)
+const SCALE = Number(process.env['ATTACK_RUNS'] ?? 1)
 const PATH = process.env['ATTACK_PATH']
 
 export function seedLine (file: string): string {
@@ -54,34 +55,49 @@ export function judge (rule: RouteRule, outcome: Outcome): string | undefined {
   return undefined
 }
 
-/** The figures a file prints at its end, one line (docs/reliability.md reads it). */
+/**
+ * What a file tried and how it was answered, written at its end with
+ * recordFigures (docs/reliability.md, "Attack suite", prints the last run).
+ * The figures describe a run; the tests assert the promises themselves.
+ */
 export class Tally {
-  sent = 0
-  acknowledged = 0
-  refused = 0
-  badInputs = 0
-  downstream = 0
-  duplicates = 0
-  faults = 0
-  serverErrors = 0
+  inputsTried = 0
+  answered2xx = 0
+  answered4xx = 0
+  answered5xx = 0
   hangs = 0
   crashes = 0
-  leftInStorage = 0
+  /** Published messages or stored objects no acknowledged request accounts for. */
+  storedAfterRefusal = 0
 
-  constructor (private readonly name: string) {}
+  constructor (private readonly scenario: string) {}
 
-  /** One answer; `acknowledged` counts the route's successes. */
+  /** One answer (or its absence). */
   count (outcome: Outcome): void {
-    this.sent++
+    this.inputsTried++
     if (outcome.kind !== 'answer') { this.hangs++; return }
-    if (outcome.status >= 500) this.serverErrors++
-    else if (outcome.status >= 400) this.refused++
-    else if (outcome.status >= 200 && outcome.status < 300) this.acknowledged++
+    if (outcome.status >= 500) this.answered5xx++
+    else if (outcome.status >= 400) this.answered4xx++
+    else if (outcome.status >= 200 && outcome.status < 300) this.answered2xx++
   }
 
-  line (): string {
-    const f = { sent: this.sent, acknowledged: this.acknowledged, downstream: this.downstream, duplicates: this.duplicates, faults: this.faults, bad_inputs: this.badInputs, refused: this.refused, '5xx': this.serverErrors, hangs: this.hangs, crashes: this.crashes, left_in_storage: this.leftInStorage }
-    return `# reliability ${this.name}: ${Object.entries(f).map(([k, v]) => `${k}=${v}`).join(' ')}`
+  /** Why the gateway is not alive (counted as a crash), or undefined. */
+  async survived (target: { alive(): Promise<string | undefined> }): Promise<string | undefined> {
+    const reason = await target.alive()
+    if (reason !== undefined) this.crashes++
+    return reason
+  }
+
+  record (): void {
+    recordFigures('attack', this.scenario, {
+      inputs_tried: this.inputsTried,
+      answered_4xx: this.answered4xx,
+      answered_2xx: this.answered2xx,
+      answered_5xx: this.answered5xx,
+      hangs: this.hangs,
+      crashes: this.crashes,
+      stored_or_published_after_refusal: this.storedAfterRefusal
+    })
   }
 }
 
