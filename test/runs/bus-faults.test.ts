@@ -23,7 +23,7 @@ t.test('runs started, streamed and ended while Kafka is down are all on TOPIC_RU
   const topic = `runs-${randomUUID()}`
   const { url, harnessUrl } = await startTestGateway(t, { BUS: 'kafka', KAFKA_BROKERS: brokers, TOPIC_RUNS: topic, KAFKA_TOPIC_PARTITIONS: '3' })
   const bus = async (): Promise<any> => (await json(await fetch(`${harnessUrl}/health/ready`))).components.bus
-  const start = async (body: object): Promise<string> => (await json(await fetch(`${harnessUrl}/runs:start`, { method: 'POST', body: JSON.stringify(body) }))).run_id
+  const start = async (body: object): Promise<string> => (await json(await fetch(`${harnessUrl}/runs:start`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }))).run_id
   const runIds = [await start({ message: 'before', mode: 'echo' })]
   t.match(await eventually(bus, b => b.ready && b.run_events_waiting === 0, 60_000), { ready: true, run_events_waiting: 0 }, 'published while the broker was up')
 
@@ -34,7 +34,7 @@ t.test('runs started, streamed and ended while Kafka is down are all on TOPIC_RU
   const cancelled = await start({ message: 'cancelled', mode: 'echo', options: { steps: 100, delay_ms: 50 } })
   await eventually(async () => (await json(await fetch(`${harnessUrl}/runs/${cancelled}`))).status, s => s === 'running')
   t.equal((await json(await fetch(`${harnessUrl}/runs/${cancelled}/cancel`, { method: 'POST' }))).status, 'cancelled')
-  const sync = (await json(await fetch(`${harnessUrl}/runs`, { method: 'POST', body: JSON.stringify({ message: 'sync', mode: 'echo', options: { steps: 2 } }) }))).run_id
+  const sync = (await json(await fetch(`${harnessUrl}/runs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ message: 'sync', mode: 'echo', options: { steps: 2 } }) }))).run_id
   runIds.push(...during, cancelled, sync)
 
   const down = await fetch(`${harnessUrl}/health/ready`)
@@ -62,11 +62,11 @@ t.test('kill -9 with runs in flight: after the restart their ends are on TOPIC_R
   const env = { DATA_DIR: t.testdir(), BUS: 'kafka', KAFKA_BROKERS: brokers, TOPIC_RUNS: topic, ROLES: 'harness', KAFKA_TOPIC_PARTITIONS: '3' }
   const first = spawnGateway(t, ['start'], env)
   const base = `http://127.0.0.1:${(await first.waitFor('gateway listening'))['harnessPort']}`
-  const start = async (body: object): Promise<string> => (await json(await fetch(`${base}/runs:start`, { method: 'POST', body: JSON.stringify(body) }))).run_id
+  const start = async (body: object): Promise<string> => (await json(await fetch(`${base}/runs:start`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }))).run_id
   const long = await Promise.all(Array.from({ length: 4 }, () => start({ message: 'long', mode: 'echo', options: { steps: 1000, delay_ms: 20 } })))
   for (const id of long) await eventually(async () => json(await fetch(`${base}/runs/${id}`)), r => r.last_event_id >= 6)
   const short = []
-  for (let i = 0; i < 5; i++) short.push((await json(await fetch(`${base}/runs`, { method: 'POST', body: JSON.stringify({ message: 'short', mode: 'echo' }) }))).run_id)
+  for (let i = 0; i < 5; i++) short.push((await json(await fetch(`${base}/runs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ message: 'short', mode: 'echo' }) }))).run_id)
 
   first.proc.kill('SIGKILL')
   t.equal(await first.exit, null, 'killed')
