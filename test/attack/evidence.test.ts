@@ -1,8 +1,9 @@
 import t from 'tap'
 import fc from 'fast-check'
+import { randomUUID } from 'node:crypto'
 import { isStorageId } from '../../src/validation/index.js'
 import { mutate, mutation, render, type Mutation, type Path } from './support/json.js'
-import { contentTypeOf, envelopePart, faultyParts, framing, mediaPart, multipart, partsFault, sha256 } from './support/multipart.js'
+import { contentTypeOf, envelopePart, faultyParts, framing, GOOD_BOUNDARY, mediaPart, multipart, partsFault, sha256, type Framing, type PartsFault } from './support/multipart.js'
 import { describe, judge, params, seedLine, Tally, type RouteRule } from './support/property.js'
 import { extraHeaders, framed, framing as bodyFraming, requestId, withHeader } from './support/requests.js'
 import { DEVICE, startTarget, TOPICS } from './support/target.js'
@@ -38,12 +39,23 @@ const request = fc.record({
   extra: extraHeaders
 })
 
+type Attempt = typeof request extends fc.Arbitrary<infer R> ? R : never
+
+const SOUND_FRAMING: Framing = { declared: GOOD_BOUNDARY, used: GOOD_BOUNDARY, lineEnd: '\r\n', noBlankLine: false, preamble: '', epilogue: '', closing: true, truncate: undefined }
+const PARTS_FAULTS: PartsFault[] = ['media-first', 'second-envelope', 'no-envelope', 'unknown-name', 'no-disposition', 'unquoted-name', 'huge-part-header', 'many-part-headers', 'media-type',
+  'too-many-media', 'envelope-type', 'empty-envelope', 'header-injection', 'no-parts', 'header-no-colon', 'two-dispositions', 'nul-in-header', 'filename-path', 'boundary-in-media']
+const BROKEN_FRAMINGS: Array<Partial<Framing>> = [
+  { declared: undefined }, { declared: '' }, { declared: `"${GOOD_BOUNDARY}"` }, { declared: 'x'.repeat(71) }, { declared: 'x'.repeat(5000) }, { declared: '"unterminated' },
+  { used: 'other-boundary' }, { used: GOOD_BOUNDARY.slice(0, -1) }, { lineEnd: '\n' }, { noBlankLine: true }, { closing: false },
+  { preamble: `--${GOOD_BOUNDARY}x\r\n` }, { epilogue: `\r\n--${GOOD_BOUNDARY}\r\n` }, { truncate: 0 }, { truncate: 0.3 }, { truncate: 0.7 }, { truncate: 0.999 }
+]
+
 t.test('stream events: generated envelopes and framing get a 202 or a 4xx in the evidence shape; exactly the 202s are stored and published', async t => {
   const target = await startTarget(t, { EVIDENCE_MAX_MEDIA: String(MAX_MEDIA) })
   const accepted: Array<{ eventId: string, media: number }> = []
   const everAccepted = new Set<string>()
   const refusedIds = new Set<string>()
-  await fc.assert(fc.asyncProperty(request, async r => {
+  const attempt = async (r: Attempt): Promise<void> => {
     const files = r.media.map(m => Buffer.alloc(m.size, m.size % 251))
     const hints = r.media.map((m, i) => m.hint === 'checksum' ? { checksum_sha256: sha256(files[i]!) } : m.hint === 'wrong' ? { checksum_sha256: '0'.repeat(64) } : { ref: `clip-${i}` })
     const base = { schema_version: '1.0', event_type: 'warehouse.restricted_zone.person', event_id: r.eventId, occurred_at: '2026-11-22T08:00:00Z', subject: { device_id: 'cam-3' }, media: hints }
@@ -66,7 +78,14 @@ t.test('stream events: generated envelopes and framing get a 202 or a 4xx in the
     } else {
       if (isStorageId(sentId)) refusedIds.add(sentId)
     }
-  }), params(150))
+  }
+  await fc.assert(fc.asyncProperty(request, attempt), params(150))
+
+  // Each way of breaking the parts and the framing at least once a run, whatever the seed drew.
+  const sound = { eventId: '', media: [{ size: 1000, hint: 'checksum' as const }], mutations: [], fault: 'none' as PartsFault, framing: SOUND_FRAMING, body: { framing: 'length' as const, cuts: [] }, requestId: undefined, extra: [] }
+  for (const fault of PARTS_FAULTS) await attempt({ ...sound, eventId: `evt-${randomUUID()}`, fault })
+  for (const broken of BROKEN_FRAMINGS) await attempt({ ...sound, eventId: `evt-${randomUUID()}`, framing: { ...SOUND_FRAMING, ...broken } })
+  await attempt({ ...sound, eventId: `evt-${randomUUID()}`, body: { framing: 'chunked', cuts: [0.1, 0.5, 0.9] } })
 
   t.equal(await tally.survived(target), undefined, 'the gateway still answers /health on both ports')
   t.same(target.errors(), [], 'nothing logged at error level')

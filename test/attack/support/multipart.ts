@@ -81,10 +81,12 @@ export const sha256 = (b: Buffer): string => createHash('sha256').update(b).dige
 export type PartsFault =
   | 'none' | 'media-first' | 'second-envelope' | 'no-envelope' | 'unknown-name' | 'no-disposition' | 'unquoted-name'
   | 'huge-part-header' | 'many-part-headers' | 'media-type' | 'too-many-media' | 'envelope-type' | 'empty-envelope' | 'header-injection'
+  | 'no-parts' | 'header-no-colon' | 'two-dispositions' | 'nul-in-header' | 'filename-path' | 'boundary-in-media'
 
 export const partsFault: fc.Arbitrary<PartsFault> = fc.oneof(
   { weight: 8, arbitrary: fc.constant<PartsFault>('none') },
-  { weight: 2, arbitrary: fc.constantFrom<PartsFault>('media-first', 'second-envelope', 'no-envelope', 'unknown-name', 'no-disposition', 'unquoted-name', 'huge-part-header', 'many-part-headers', 'media-type', 'too-many-media', 'envelope-type', 'empty-envelope', 'header-injection') }
+  { weight: 2, arbitrary: fc.constantFrom<PartsFault>('media-first', 'second-envelope', 'no-envelope', 'unknown-name', 'no-disposition', 'unquoted-name', 'huge-part-header', 'many-part-headers', 'media-type', 'too-many-media', 'envelope-type', 'empty-envelope', 'header-injection',
+    'no-parts', 'header-no-colon', 'two-dispositions', 'nul-in-header', 'filename-path', 'boundary-in-media') }
 )
 
 /** The parts with `fault` applied; `maxMedia` is the gateway's EVIDENCE_MAX_MEDIA. */
@@ -103,6 +105,13 @@ export function faultyParts (envelope: Part, media: Part[], fault: PartsFault, m
     case 'too-many-media': return [envelope, ...Array.from({ length: maxMedia + 1 }, () => mediaPart(Buffer.from('x')))]
     case 'envelope-type': return [{ headers: [disposition('envelope'), 'Content-Type: text/plain'], body: envelope.body }, ...media]
     case 'empty-envelope': return [{ headers: envelope.headers, body: Buffer.alloc(0) }, ...media]
+    case 'no-parts': return []
+    case 'header-no-colon': return [{ headers: [...envelope.headers, 'X-Broken header line'], body: envelope.body }, ...media]
+    case 'two-dispositions': return [{ headers: [disposition('envelope'), disposition('media', 'clip.mp4'), 'Content-Type: application/json'], body: envelope.body }, ...media]
+    case 'nul-in-header': return [{ headers: [`${disposition('envelope')}\u0000`, 'Content-Type: application/json'], body: envelope.body }, ...media]
+    case 'filename-path': return [envelope, ...media.map(m => ({ headers: [disposition('media', '../../../../tmp/evil.mp4'), 'Content-Type: video/mp4'], body: m.body }))]
+    // The boundary inside a part's bytes, but not after a line end: data, not a delimiter.
+    case 'boundary-in-media': return [envelope, ...media.map(m => ({ headers: m.headers, body: Buffer.concat([m.body, Buffer.from(`--${GOOD_BOUNDARY}`)]) }))]
     case 'header-injection': return [{ headers: [`${disposition('envelope')}\r\nContent-Disposition: form-data; name="media"`, 'Content-Type: application/json'], body: envelope.body }, ...media]
   }
 }
