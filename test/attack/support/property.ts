@@ -72,9 +72,9 @@ export class Tally {
 
   constructor (private readonly scenario: string) {}
 
-  /** One answer (or its absence). */
-  count (outcome: Outcome): void {
-    this.inputsTried++
+  /** One answer (or its absence); `newInput` false for the answer to an input already counted. */
+  count (outcome: Outcome, newInput = true): void {
+    if (newInput) this.inputsTried++
     if (outcome.kind !== 'answer') { this.hangs++; return }
     if (outcome.status >= 500) this.answered5xx++
     else if (outcome.status >= 400) this.answered4xx++
