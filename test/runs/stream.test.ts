@@ -92,11 +92,13 @@ async function harness (t: { testdir: () => string, teardown: (fn: () => unknown
   return { call }
 }
 
+const JSON_BODY = { 'content-type': 'application/json' }
+
 const ids = (text: string): number[] => [...text.matchAll(/^id: (\d+)$/gm)].map(m => Number(m[1]))
 
 t.test('replay yields to the event loop between slices: a long run is not written in one go', async t => {
   const { call } = await harness(t)
-  const { body: { run_id: id } } = await call('POST /runs:start', fakeContext({}, {}, { message: 'long', mode: 'echo', options: { steps: 1000 } }))
+  const { body: { run_id: id } } = await call('POST /runs:start', fakeContext({}, JSON_BODY, { message: 'long', mode: 'echo', options: { steps: 1000 } }))
   const live = fakeContext({ id })
   await call('GET /runs/{id}/stream', live)
   await eventually(async () => live.ended(), ended => ended, 30_000, 5)
@@ -112,7 +114,7 @@ t.test('replay yields to the event loop between slices: a long run is not writte
 
 t.test('events stored while a replay is under way are neither lost nor repeated', async t => {
   const { call } = await harness(t)
-  const started = await call('POST /runs:start', fakeContext({}, {}, { message: 'm', mode: 'echo', options: { steps: 1000, delay_ms: 1 } }))
+  const started = await call('POST /runs:start', fakeContext({}, JSON_BODY, { message: 'm', mode: 'echo', options: { steps: 1000, delay_ms: 1 } }))
   const id = started.body.run_id
   const streams = []
   for (let i = 0; i < 6; i++) {
@@ -158,7 +160,7 @@ t.test('many subscribers that never read a long run: /health answers, readers ge
 
 t.test('a subscriber whose socket takes nothing stops its replay and is closed after two heartbeats', async t => {
   const { call } = await harness(t, { HARNESS_HEARTBEAT_MS: '100' })
-  const { body: { run_id: id } } = await call('POST /runs:start', fakeContext({}, {}, { message: 'x'.repeat(1024), mode: 'echo', options: { steps: 1000 } }))
+  const { body: { run_id: id } } = await call('POST /runs:start', fakeContext({}, JSON_BODY, { message: 'x'.repeat(1024), mode: 'echo', options: { steps: 1000 } }))
   const live = fakeContext({ id })
   await call('GET /runs/{id}/stream', live)
   await eventually(async () => live.ended(), ended => ended, 30_000, 5)
