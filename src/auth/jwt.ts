@@ -26,10 +26,17 @@ export function bearerToken (authorization: string | undefined): string {
   throw unauthorized('missing Bearer token')
 }
 
-/** The `alg` a token's header names, or undefined when it is not a JWS at all. */
+/**
+ * The `alg` a token's header names, or undefined when it is not a JWS at all,
+ * or its `kid` is not a string (RFC 7515 §4.1.4): jose matches a key set's
+ * kids by equality and ignores `kid` for a single key, so an object or a
+ * number there would pass as "no such key", or not be looked at.
+ */
 export function tokenAlgorithm (token: string): string | undefined {
   try {
-    return decodeProtectedHeader(token).alg
+    const header = decodeProtectedHeader(token)
+    if ('kid' in header && typeof header.kid !== 'string') return undefined
+    return header.alg
   } catch {
     return undefined
   }

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto'
-import { compileSchema, errorMap, labelProblem, STORAGE_ID_PATTERN, STORAGE_ID_RULE } from '../validation/index.js'
+import { compileSchema, errorMap, jsonTextProblems, labelProblem, STORAGE_ID_PATTERN, STORAGE_ID_RULE } from '../validation/index.js'
 import { GatewayError } from '../errors.js'
 
 export const BUILTIN_EVENT_TYPES = ['warehouse.restricted_zone.person'] as const
@@ -87,15 +87,19 @@ const validate = compileSchema<EventEnvelope>(eventEnvelopeSchema)
  * Parses and checks the envelope part. Throws 400 validation_error (all
  * problems at once; a missing event_type is keyed `eventType`) or
  * unknown_event_type. Returns the envelope with an event_id.
+ *
+ * The envelope is published re-serialised, so it is held to what
+ * serialises back to what was validated: no nesting past JSON_MAX_DEPTH
+ * (deeper overflows JSON.stringify's recursion: a 500, found by the attack
+ * suite), no number JSON cannot hold (`1e309` would be published as null),
+ * no key twice (the value kept would be the parser's choice).
  */
 export function parseEnvelope (text: string, allowlist: ReadonlySet<string>): EventEnvelope {
   const value = parseJson(text)
+  const textProblems = jsonTextProblems(Buffer.from(text), value)
+  if (Object.keys(textProblems).length > 0) throw new GatewayError('validation_error', 'envelope is invalid', { details: renameBody(textProblems) })
   const valid = validate(value)
-  const details = valid ? {} : errorMap(validate.errors)
-  if (details['body'] !== undefined) {
-    details['envelope'] = details['body']
-    delete details['body']
-  }
+  const details = valid ? {} : renameBody(errorMap(validate.errors))
   const deviceId = (value as { subject?: { device_id?: unknown } } | null)?.subject?.device_id
   const deviceProblem = typeof deviceId === 'string' ? labelProblem(deviceId) : undefined
   if (deviceProblem !== undefined) details['subject.deviceId'] ??= deviceProblem
@@ -105,6 +109,15 @@ export function parseEnvelope (text: string, allowlist: ReadonlySet<string>): Ev
   }
   value.event_id ??= `evt-${randomUUID()}`
   return value
+}
+
+/** A problem of the whole envelope is keyed `envelope`, as the part is named. */
+function renameBody (details: Record<string, string>): Record<string, string> {
+  if (details['body'] !== undefined) {
+    details['envelope'] = details['body']
+    delete details['body']
+  }
+  return details
 }
 
 function parseJson (text: string): unknown {

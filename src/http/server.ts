@@ -56,6 +56,13 @@ const NO_BODY = Buffer.alloc(0)
 
 interface Entry { route: Route, label: string, limit: number, dialect: ErrorDialect }
 
+/** A stream route's body when the request has none: read, it ends at once (as a JSON route gets an empty rawBody). */
+function emptyBody (): BodyReader {
+  const body = new BodyReader({ pause () {}, resume () {} }, 1, 0)
+  body.feed(new ArrayBuffer(0), true)
+  return body
+}
+
 /**
  * One uWS app: routing, bodies, request ids, the access log, metrics, the
  * mapping of errors to responses, and draining on shutdown.
@@ -217,6 +224,7 @@ export class HttpServer implements IntakeHost<Entry> {
     if (intake === undefined || intake.mode !== 'collect') {
       if (intake?.overloaded === true) return this.refused(intake, bodiesOverloaded())
       if (intake === undefined && entry.route.body === 'json') ctx.rawBody = NO_BODY
+      if (intake === undefined && entry.route.body === 'stream') ctx.stream = emptyBody()
       return this.run(ctx, entry, auth)
     }
     intake.auth = auth

@@ -75,7 +75,7 @@ export const harnessOpenApi = {
         summary: 'Run and wait for the end',
         security,
         requestBody: { required: true, content: json(ref('RunRequest')) },
-        responses: { 200: { description: 'The terminal record', content: json(ref('RunRecord')) }, 202: { description: 'HARNESS_SYNC_TIMEOUT_MS passed first: the record so far', content: json(ref('RunRecord')) }, 400: error('Bad body'), ...common }
+        responses: { 200: { description: 'The terminal record', content: json(ref('RunRecord')) }, 202: { description: 'HARNESS_SYNC_TIMEOUT_MS passed first: the record so far', content: json(ref('RunRecord')) }, 400: error('Bad body'), 415: error('Content-Type is not application/json'), ...common }
       }
     },
     '/runs:start': {
@@ -86,7 +86,7 @@ export const harnessOpenApi = {
         requestBody: { required: true, content: json(ref('RunRequest')) },
         responses: {
           202: { description: 'Queued', content: json({ type: 'object', properties: { run_id: { type: 'string' }, status: { const: 'queued' }, links: { type: 'object', properties: { self: { type: 'string' }, stream: { type: 'string' }, cancel: { type: 'string' } } } } }) },
-          400: error('Bad body'),
+          400: error('Bad body'), 415: error('Content-Type is not application/json'),
           ...common
         }
       }

@@ -15,6 +15,19 @@ export interface RunRequest {
 
 const bad = (detail: string): GatewayError => new GatewayError('validation_error', detail)
 
+const JSON_TYPE = /^application\/json\s*(;|$)/i
+
+/**
+ * A run body is read only as what its sender says it is: JSON. Another
+ * Content-Type, or none, is 415 `unsupported_media_type` with `Accept-Post`,
+ * as on login; read as JSON anyway, a `text/plain` or form body would be
+ * answered as if it were what it does not claim to be (issue 12, point 17).
+ */
+export function requireJsonBody (contentType: string | undefined): void {
+  if (JSON_TYPE.test(contentType ?? '')) return
+  throw new GatewayError('unsupported_media_type', 'unsupported_media_type: Content-Type must be application/json', { headers: { 'accept-post': 'application/json' } })
+}
+
 /**
  * A run request: `message` (string, at most 64 KiB) is required; `mode`
  * defaults to agentic and must be a known mode or `auto` (agentic);

@@ -12,7 +12,7 @@ import { RunHub } from './hub.js'
 import { RunManager } from './manager.js'
 import { builtInModes, DEFAULT_MODE } from './modes/index.js'
 import { RunOutbox } from './outbox.js'
-import { parseLastEventId, parseRunRequest } from './request.js'
+import { parseLastEventId, parseRunRequest, requireJsonBody } from './request.js'
 import { SseStream } from './sse.js'
 import { RunStore } from './store.js'
 import { isTerminal, type RunRecord } from './types.js'
@@ -118,6 +118,7 @@ export class HarnessService {
   }
 
   private async begin (ctx: RequestContext, tenant: string): Promise<RunRecord> {
+    requireJsonBody(ctx.headers['content-type'])
     const request = parseRunRequest(ctx.json(), m => this.manager.hasMode(m), DEFAULT_MODE)
     return this.manager.start({ tenant, ...request })
   }

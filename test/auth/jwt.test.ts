@@ -1,5 +1,6 @@
 import t from 'tap'
-import { SignJWT, generateKeyPair, type JWTPayload } from 'jose'
+import { createSign, generateKeyPairSync } from 'node:crypto'
+import { SignJWT, createLocalJWKSet, exportJWK, generateKeyPair, type JWTPayload } from 'jose'
 import { bearerToken, verifyJwt, MAX_TOKEN_LIFETIME_S } from '../../src/auth/index.js'
 
 const detail = (fn: () => unknown): string => {
@@ -60,4 +61,16 @@ t.test('an algorithm outside the rules is malformed before any key is tried', as
   await t.rejects(verifyJwt(hs, secret, { algorithms: ['RS256'], leewayS: 0 }), { message: 'auth_failed:malformed', status: 401 })
   const none = `${Buffer.from('{"alg":"none"}').toString('base64url')}.${Buffer.from(`{"exp":${Math.floor(Date.now() / 1000) + 60}}`).toString('base64url')}.`
   await t.rejects(verifyJwt(none, secret, { algorithms: ['RS256', 'HS256'], leewayS: 0 }), { message: 'auth_failed:malformed' })
+})
+
+t.test('a kid that is not a string is a malformed header, not a key that failed to match (RFC 7515 §4.1.4)', async t => {
+  const { publicKey, privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 })
+  const payload = Buffer.from(JSON.stringify({ exp: Math.floor(Date.now() / 1000) + 60 })).toString('base64url')
+  for (const kid of [{ $ne: null }, 42, ['k'], null]) {
+    const input = `${Buffer.from(JSON.stringify({ alg: 'RS256', kid })).toString('base64url')}.${payload}`
+    const signature = createSign('RSA-SHA256').update(input).sign(privateKey).toString('base64url')
+    const keySet = createLocalJWKSet({ keys: [{ ...await exportJWK(publicKey), kid: 'k' }] })
+    await t.rejects(verifyJwt(`${input}.${signature}`, keySet, { algorithms: ['RS256'], leewayS: 0 }), { message: 'auth_failed:malformed' }, `kid ${JSON.stringify(kid)} against a key set`)
+    await t.rejects(verifyJwt(`${input}.${signature}`, publicKey, { algorithms: ['RS256'], leewayS: 0 }), { message: 'auth_failed:malformed' }, `kid ${JSON.stringify(kid)} against one key`)
+  }
 })

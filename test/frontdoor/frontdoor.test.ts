@@ -53,7 +53,7 @@ t.test('RS256 user token: passed through; the org tenant is set and the body ten
 t.test('HS256 service token: exchanged for an RS256 token of this service', async t => {
   const { door } = await setup(t)
   const hs = await new SignJWT({ client_id: 'svc-billing' }).setProtectedHeader({ alg: 'HS256' }).setSubject('svc-billing').setExpirationTime('5m').sign(new TextEncoder().encode(HS_SECRET))
-  const res = await fetch(door('acme', 'runs:start'), { method: 'POST', headers: { authorization: `Bearer ${hs}` }, body: JSON.stringify({ message: 'svc', mode: 'echo', options: { steps: 3, delay_ms: 20 } }) })
+  const res = await fetch(door('acme', 'runs:start'), { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${hs}` }, body: JSON.stringify({ message: 'svc', mode: 'echo', options: { steps: 3, delay_ms: 20 } }) })
   t.equal(res.status, 202)
   const { run_id: id } = await res.json() as any
   const stream = await fetch(door('acme', `runs/${id}/stream`), { headers: { authorization: `Bearer ${hs}` } })
@@ -61,21 +61,21 @@ t.test('HS256 service token: exchanged for an RS256 token of this service', asyn
   const events = await readSse(stream)
   t.same(events.map(e => e.event), ['run.queued', 'run.started', 'echo.step', 'echo.step', 'echo.step', 'run.completed'], 'the stream is proxied live')
   const wrongSecret = await new SignJWT({}).setProtectedHeader({ alg: 'HS256' }).setSubject('svc-billing').setExpirationTime('5m').sign(new TextEncoder().encode('not-the-secret-0123456789abcdefghij'))
-  const rejected = await fetch(door('acme', 'runs'), { method: 'POST', headers: { authorization: `Bearer ${wrongSecret}` }, body: '{"message":"x"}' })
+  const rejected = await fetch(door('acme', 'runs'), { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${wrongSecret}` }, body: '{"message":"x"}' })
   t.same([rejected.status, await rejected.json()], [401, { detail: 'auth_failed:invalid_signature' }])
 })
 
 t.test('a non-member gets 403 not_a_member:org; no token 401', async t => {
   const { url, door } = await setup(t)
   const outsider = await login(url, { client_id: 'outsider', client_secret: 'o-secret' }, 'harness')
-  const res = await fetch(door('acme', 'runs'), { method: 'POST', headers: { authorization: `Bearer ${outsider}` }, body: '{"message":"x"}' })
+  const res = await fetch(door('acme', 'runs'), { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${outsider}` }, body: '{"message":"x"}' })
   t.same([res.status, await res.json()], [403, { detail: 'not_a_member:org' }])
   const member = await login(url, { client_id: 'web-user', client_secret: 'web-secret' }, 'harness')
-  const otherOrg = await fetch(door('initech', 'runs'), { method: 'POST', headers: { authorization: `Bearer ${member}` }, body: '{"message":"x"}' })
+  const otherOrg = await fetch(door('initech', 'runs'), { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${member}` }, body: '{"message":"x"}' })
   t.equal(otherOrg.status, 403, 'a member of one org is not a member of another')
-  const unknown = await fetch(door('no-such-org', 'runs'), { method: 'POST', headers: { authorization: `Bearer ${member}` }, body: '{"message":"x"}' })
+  const unknown = await fetch(door('no-such-org', 'runs'), { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${member}` }, body: '{"message":"x"}' })
   t.equal(unknown.status, 403, 'an unknown org looks the same as a foreign one')
-  const none = await fetch(door('acme', 'runs'), { method: 'POST', body: '{"message":"x"}' })
+  const none = await fetch(door('acme', 'runs'), { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"message":"x"}' })
   t.same([none.status, await none.json()], [401, { detail: 'missing Bearer token' }])
 })
 
@@ -83,7 +83,7 @@ t.test('run links in answers through the door point at the door; on the harness 
   const { url, door, harnessUrl } = await setup(t)
   const token = await login(url, { client_id: 'web-user', client_secret: 'web-secret' }, 'harness')
   const auth = { authorization: `Bearer ${token}` }
-  const res = await fetch(door('acme', 'runs:start'), { method: 'POST', headers: auth, body: JSON.stringify({ message: 'm', mode: 'echo', options: { steps: 2, delay_ms: 50 } }) })
+  const res = await fetch(door('acme', 'runs:start'), { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify({ message: 'm', mode: 'echo', options: { steps: 2, delay_ms: 50 } }) })
   t.equal(res.status, 202)
   t.equal(res.headers.get('content-type'), 'application/json')
   const { run_id: id, links } = await res.json() as any
@@ -96,7 +96,7 @@ t.test('run links in answers through the door point at the door; on the harness 
   const events = await readSse(await fetch(`${url}${links.stream}`, { headers: auth }))
   t.ok(events.length > 0, 'stream is followed through the door')
 
-  const direct = await fetch(`${harnessUrl}/runs:start`, { method: 'POST', headers: { ...auth, 'x-svc-tenant-client-id': 'acme-t' }, body: '{"message":"m","mode":"echo"}' })
+  const direct = await fetch(`${harnessUrl}/runs:start`, { method: 'POST', headers: { 'content-type': 'application/json', ...auth, 'x-svc-tenant-client-id': 'acme-t' }, body: '{"message":"m","mode":"echo"}' })
   const answer = await direct.json() as any
   t.equal(answer.links.self, `/runs/${answer.run_id}`, 'a harness-port client gets harness paths')
 })

@@ -105,26 +105,26 @@ t.test('expired, absurdly long-lived and exp-less tokens are refused at the door
 
 t.test('end to end: an HS256 token expired a day ago gets 401 through the door, though the harness would take the token minted for it', async t => {
   const { door } = await endToEnd(t)
-  const expired = await fetch(door('acme', 'runs'), { method: 'POST', headers: { authorization: `Bearer ${await hs256(nowS() - DAY_S)}` }, body: '{"message":"x","mode":"echo"}' })
+  const expired = await fetch(door('acme', 'runs'), { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${await hs256(nowS() - DAY_S)}` }, body: '{"message":"x","mode":"echo"}' })
   t.same([expired.status, await expired.json()], [401, { detail: 'auth_failed:expired' }])
-  const fresh = await fetch(door('acme', 'runs'), { method: 'POST', headers: { authorization: `Bearer ${await hs256(nowS() + 300)}` }, body: '{"message":"x","mode":"echo"}' })
+  const fresh = await fetch(door('acme', 'runs'), { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${await hs256(nowS() + 300)}` }, body: '{"message":"x","mode":"echo"}' })
   t.equal(fresh.status, 200, 'the same caller with a live token gets through')
 })
 
 t.test('end to end: a member of one org naming another org\'s tenant gets its own tenant, and no other\'s runs', async t => {
   const { door, acme, initech } = await endToEnd(t)
-  const theirs = await (await fetch(door('initech', 'runs'), { method: 'POST', headers: { authorization: `Bearer ${initech}` }, body: '{"message":"initech secret","mode":"echo"}' })).json() as any
+  const theirs = await (await fetch(door('initech', 'runs'), { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${initech}` }, body: '{"message":"initech secret","mode":"echo"}' })).json() as any
   t.equal(theirs.tenant_id, 'initech-t')
   const spoof = { authorization: `Bearer ${acme}`, 'x-svc-tenant-client-id': 'initech-t' }
   const read = await fetch(door('acme', `runs/${theirs.run_id}`), { headers: spoof })
   t.same([read.status, await read.json()], [403, { detail: 'cross_tenant_replay:run' }])
-  const mine = await (await fetch(door('acme', 'runs'), { method: 'POST', headers: spoof, body: '{"message":"m","mode":"echo"}' })).json() as any
+  const mine = await (await fetch(door('acme', 'runs'), { method: 'POST', headers: { ...spoof, 'content-type': 'application/json' }, body: '{"message":"m","mode":"echo"}' })).json() as any
   t.equal(mine.tenant_id, 'acme-t')
 })
 
 t.test('end to end with the assertion secret: the door works, the harness port alone does not take the tenant header', async t => {
   const { door, harnessUrl, acme } = await endToEnd(t, { HARNESS_TENANT_ASSERTION_SECRET: ASSERTION_SECRET })
-  const started = await fetch(door('acme', 'runs:start'), { method: 'POST', headers: { authorization: `Bearer ${acme}` }, body: JSON.stringify({ message: 'm', mode: 'echo', options: { steps: 2 } }) })
+  const started = await fetch(door('acme', 'runs:start'), { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${acme}` }, body: JSON.stringify({ message: 'm', mode: 'echo', options: { steps: 2 } }) })
   t.equal(started.status, 202)
   const { run_id: id } = await started.json() as any
   const events = await readSse(await fetch(door('acme', `runs/${id}/stream`), { headers: { authorization: `Bearer ${acme}` } }))

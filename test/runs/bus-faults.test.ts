@@ -29,7 +29,7 @@ t.test('runs started, streamed and ended while Kafka is down are all on TOPIC_RU
   const bus = async (): Promise<any> => (await json(await fetch(`${harnessUrl}/health/ready`))).components.bus
   const started: number[] = []
   const start = async (body: object): Promise<string> => {
-    const res = await fetch(`${harnessUrl}/runs:start`, { method: 'POST', body: JSON.stringify(body) })
+    const res = await fetch(`${harnessUrl}/runs:start`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })
     started.push(res.status)
     return (await json(res)).run_id
   }
@@ -43,7 +43,7 @@ t.test('runs started, streamed and ended while Kafka is down are all on TOPIC_RU
   const cancelled = await start({ message: 'cancelled', mode: 'echo', options: { steps: 100, delay_ms: 50 } })
   await eventually(async () => (await json(await fetch(`${harnessUrl}/runs/${cancelled}`))).status, s => s === 'running')
   t.equal((await json(await fetch(`${harnessUrl}/runs/${cancelled}/cancel`, { method: 'POST' }))).status, 'cancelled')
-  const sync = (await json(await fetch(`${harnessUrl}/runs`, { method: 'POST', body: JSON.stringify({ message: 'sync', mode: 'echo', options: { steps: 2 } }) }))).run_id
+  const sync = (await json(await fetch(`${harnessUrl}/runs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ message: 'sync', mode: 'echo', options: { steps: 2 } }) }))).run_id
   runIds.push(...during, cancelled, sync)
 
   const down = await fetch(`${harnessUrl}/health/ready`)
@@ -77,7 +77,7 @@ t.test('kill -9 with runs in flight: after the restart their ends are on TOPIC_R
   const base = `http://127.0.0.1:${(await first.waitFor('gateway listening'))['harnessPort']}`
   const started: number[] = []
   const run = async (path: string, body: object): Promise<string> => {
-    const res = await fetch(`${base}${path}`, { method: 'POST', body: JSON.stringify(body) })
+    const res = await fetch(`${base}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })
     started.push(res.status)
     return (await json(res)).run_id
   }

@@ -24,14 +24,14 @@ t.test('every type of the catalogue is emitted by some run, and runs emit nothin
     return { message: { role: 'assistant', content: 'done' }, usage: { prompt_tokens: 5, completion_tokens: 1 } }
   })
   const { harnessUrl } = await startTestGateway(t, { HARNESS_LLM_URL: llm.url })
-  const run = async (body: object): Promise<any> => (await fetch(`${harnessUrl}/runs`, { method: 'POST', body: JSON.stringify(body) })).json()
+  const run = async (body: object): Promise<any> => (await fetch(`${harnessUrl}/runs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })).json()
   const records = [
     await run({ message: 'hi', mode: 'echo', options: { steps: 2 } }),
     await run({ message: 'tools' }),
     await run({ message: 'unknown tool' }),
     await run({ message: 'break' })
   ]
-  const { run_id: slow } = await (await fetch(`${harnessUrl}/runs:start`, { method: 'POST', body: JSON.stringify({ message: 'x', mode: 'echo', options: { steps: 50, delay_ms: 50 } }) })).json() as any
+  const { run_id: slow } = await (await fetch(`${harnessUrl}/runs:start`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ message: 'x', mode: 'echo', options: { steps: 50, delay_ms: 50 } }) })).json() as any
   await fetch(`${harnessUrl}/runs/${slow}/cancel`, { method: 'POST' })
   records.push(await eventually(async () => (await fetch(`${harnessUrl}/runs/${slow}`)).json() as Promise<any>, r => r.status === 'cancelled'))
   t.same(records.map(r => r.status), ['succeeded', 'succeeded', 'succeeded', 'failed', 'cancelled'])

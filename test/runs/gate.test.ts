@@ -13,7 +13,7 @@ async function setup (t: any) {
   const gw = await startTestGateway(t, harnessAuthEnv(idp))
   await eventually(() => fetch(`${gw.harnessUrl}/health/ready`).then(r => r.status), s => s === 200)
   const start = async (headers: Record<string, string>) => {
-    const res = await fetch(`${gw.harnessUrl}/runs:start`, { method: 'POST', headers, body: JSON.stringify({ message: 'hi', mode: 'echo' }) })
+    const res = await fetch(`${gw.harnessUrl}/runs:start`, { method: 'POST', headers: { ...headers, 'content-type': 'application/json' }, body: JSON.stringify({ message: 'hi', mode: 'echo' }) })
     return { status: res.status, body: await res.json() as any }
   }
   return { idp, ...gw, start }

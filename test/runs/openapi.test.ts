@@ -16,7 +16,7 @@ t.test('/openapi.json describes the harness routes, and what they answer matches
   const ajv = new Ajv2020({ strict: false, validateFormats: false })
   ajv.addSchema({ $id: 'doc', components: doc.components })
   const record = ajv.compile({ $ref: 'doc#/components/schemas/RunRecord' })
-  const body = await (await fetch(`${harnessUrl}/runs`, { method: 'POST', body: JSON.stringify({ message: 'x', mode: 'echo', options: { steps: 2 }, conversation_id: 'c' }) })).json()
+  const body = await (await fetch(`${harnessUrl}/runs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ message: 'x', mode: 'echo', options: { steps: 2 }, conversation_id: 'c' }) })).json()
   t.ok(record(body), `a record as the schema says: ${ajv.errorsText(record.errors)}`)
   t.equal((body as any).events.length, 5)
 })

@@ -10,7 +10,7 @@ t.test('after kill -9, a run that was in flight ends failed (interrupted) and it
   const first = spawnGateway(t, ['start'], { DATA_DIR: dir })
   const { harnessPort } = await first.waitFor('gateway listening') as { harnessPort: number }
   const base = `http://127.0.0.1:${harnessPort}`
-  const started = await (await fetch(`${base}/runs:start`, { method: 'POST', body: JSON.stringify({ message: 'long', mode: 'echo', options: { steps: 1000, delay_ms: 20 } }) })).json() as { run_id: string }
+  const started = await (await fetch(`${base}/runs:start`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ message: 'long', mode: 'echo', options: { steps: 1000, delay_ms: 20 } }) })).json() as { run_id: string }
   const id = started.run_id
   const running = await eventually(async () => (await fetch(`${base}/runs/${id}`)).json() as Promise<any>, r => r.last_event_id >= 4)
   t.equal(running.status, 'running')
@@ -45,7 +45,7 @@ t.test('SIGTERM with a run in flight: it ends failed (interrupted), stored befor
   const first = spawnGateway(t, ['start'], { DATA_DIR: dir })
   const { harnessPort } = await first.waitFor('gateway listening') as { harnessPort: number }
   const base = `http://127.0.0.1:${harnessPort}`
-  const { run_id: id } = await (await fetch(`${base}/runs:start`, { method: 'POST', body: JSON.stringify({ message: 'x', mode: 'echo', options: { steps: 1000, delay_ms: 20 } }) })).json() as { run_id: string }
+  const { run_id: id } = await (await fetch(`${base}/runs:start`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ message: 'x', mode: 'echo', options: { steps: 1000, delay_ms: 20 } }) })).json() as { run_id: string }
   await eventually(async () => (await fetch(`${base}/runs/${id}`)).json() as Promise<any>, r => r.status === 'running')
   first.proc.kill('SIGTERM')
   t.equal(await first.exit, 0)

@@ -9,7 +9,7 @@ import { tailBus } from '../helpers/child.js'
 async function setup (t: any, env: Record<string, string> = {}) {
   const gw = await startTestGateway(t, env)
   const call = async (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) => {
-    const res = await fetch(`${gw.harnessUrl}${path}`, { method, headers, ...(body === undefined ? {} : { body: typeof body === 'string' ? body : JSON.stringify(body) }) })
+    const res = await fetch(`${gw.harnessUrl}${path}`, { method, headers: body === undefined ? headers : { 'content-type': 'application/json', ...headers }, ...(body === undefined ? {} : { body: typeof body === 'string' ? body : JSON.stringify(body) }) })
     return { status: res.status, body: await res.json() as any }
   }
   return { ...gw, call }

@@ -24,7 +24,7 @@ async function readToEnd (t: Tap, url: string, headers: Record<string, string> =
 type Tap = { fail: (message: string) => void }
 
 async function finishedRun (harnessUrl: string, steps: number): Promise<any> {
-  return (await fetch(`${harnessUrl}/runs`, { method: 'POST', body: JSON.stringify({ message: 'm', mode: 'echo', options: { steps } }) })).json()
+  return (await fetch(`${harnessUrl}/runs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ message: 'm', mode: 'echo', options: { steps } }) })).json()
 }
 
 t.test('a finished run\'s stream with Last-Event-ID at or past its end ends at once, empty', async t => {
@@ -52,7 +52,7 @@ t.test('Last-Event-ID must be a non-negative integer: anything else is 400, neve
 
 t.test('a run in flight with Last-Event-ID past what it has so far: only later events, then its end', async t => {
   const { harnessUrl } = await startTestGateway(t)
-  const { run_id: id } = await (await fetch(`${harnessUrl}/runs:start`, { method: 'POST', body: JSON.stringify({ message: 'm', mode: 'echo', options: { steps: 12, delay_ms: 30 } }) })).json() as any
+  const { run_id: id } = await (await fetch(`${harnessUrl}/runs:start`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ message: 'm', mode: 'echo', options: { steps: 12, delay_ms: 30 } }) })).json() as any
   const { events } = await readToEnd(t, `${harnessUrl}/runs/${id}/stream`, { 'last-event-id': '10' })
   t.same(events.map(e => e.id), ['11', '12', '13', '14', '15'])
   t.equal(events.at(-1)!.event, 'run.completed')
@@ -92,11 +92,13 @@ async function harness (t: { testdir: () => string, teardown: (fn: () => unknown
   return { call }
 }
 
+const JSON_BODY = { 'content-type': 'application/json' }
+
 const ids = (text: string): number[] => [...text.matchAll(/^id: (\d+)$/gm)].map(m => Number(m[1]))
 
 t.test('replay yields to the event loop between slices: a long run is not written in one go', async t => {
   const { call } = await harness(t)
-  const { body: { run_id: id } } = await call('POST /runs:start', fakeContext({}, {}, { message: 'long', mode: 'echo', options: { steps: 1000 } }))
+  const { body: { run_id: id } } = await call('POST /runs:start', fakeContext({}, JSON_BODY, { message: 'long', mode: 'echo', options: { steps: 1000 } }))
   const live = fakeContext({ id })
   await call('GET /runs/{id}/stream', live)
   await eventually(async () => live.ended(), ended => ended, 30_000, 5)
@@ -112,7 +114,7 @@ t.test('replay yields to the event loop between slices: a long run is not writte
 
 t.test('events stored while a replay is under way are neither lost nor repeated', async t => {
   const { call } = await harness(t)
-  const started = await call('POST /runs:start', fakeContext({}, {}, { message: 'm', mode: 'echo', options: { steps: 1000, delay_ms: 1 } }))
+  const started = await call('POST /runs:start', fakeContext({}, JSON_BODY, { message: 'm', mode: 'echo', options: { steps: 1000, delay_ms: 1 } }))
   const id = started.body.run_id
   const streams = []
   for (let i = 0; i < 6; i++) {
@@ -129,7 +131,7 @@ t.test('events stored while a replay is under way are neither lost nor repeated'
 
 t.test('many subscribers that never read a long run: /health answers, readers get everything, the others are cut off', async t => {
   const { harnessUrl } = await startTestGateway(t, { HARNESS_HEARTBEAT_MS: '200' })
-  const run = await (await fetch(`${harnessUrl}/runs`, { method: 'POST', body: JSON.stringify({ message: 'x'.repeat(16 * 1024), mode: 'echo', options: { steps: 1000 } }) })).json() as any
+  const run = await (await fetch(`${harnessUrl}/runs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ message: 'x'.repeat(16 * 1024), mode: 'echo', options: { steps: 1000 } }) })).json() as any
   const port = Number(new URL(harnessUrl).port)
   const idle = await Promise.all(Array.from({ length: 40 }, () => rawConnect(port)))
   for (const socket of idle) {
@@ -158,7 +160,7 @@ t.test('many subscribers that never read a long run: /health answers, readers ge
 
 t.test('a subscriber whose socket takes nothing stops its replay and is closed after two heartbeats', async t => {
   const { call } = await harness(t, { HARNESS_HEARTBEAT_MS: '100' })
-  const { body: { run_id: id } } = await call('POST /runs:start', fakeContext({}, {}, { message: 'x'.repeat(1024), mode: 'echo', options: { steps: 1000 } }))
+  const { body: { run_id: id } } = await call('POST /runs:start', fakeContext({}, JSON_BODY, { message: 'x'.repeat(1024), mode: 'echo', options: { steps: 1000 } }))
   const live = fakeContext({ id })
   await call('GET /runs/{id}/stream', live)
   await eventually(async () => live.ended(), ended => ended, 30_000, 5)

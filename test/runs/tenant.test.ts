@@ -32,7 +32,7 @@ const asserted = (tenant: string, token: string, now = Date.now()): Record<strin
 t.test('spec mode (no secret): a valid token of user A with tenant B\'s header reads B\'s runs, as the spec says', async t => {
   const { idp, url } = await harness(t, { auth: true, secret: false })
   const userB = await idp.sign({ sub: 'user-b' })
-  const run = await (await fetch(`${url}/runs`, { method: 'POST', headers: { authorization: `Bearer ${userB}`, 'x-svc-tenant-client-id': 'tenant-b' }, body: '{"message":"b only","mode":"echo"}' })).json() as any
+  const run = await (await fetch(`${url}/runs`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${userB}`, 'x-svc-tenant-client-id': 'tenant-b' }, body: '{"message":"b only","mode":"echo"}' })).json() as any
   const userA = await idp.sign({ sub: 'user-a' })
   const read = await fetch(`${url}/runs/${run.run_id}`, { headers: { authorization: `Bearer ${userA}`, 'x-svc-tenant-client-id': 'tenant-b' } })
   t.match([read.status, await read.json()], [200, { run_id: run.run_id, tenant_id: 'tenant-b' }], 'the header is trusted: this is what HARNESS_TENANT_ASSERTION_SECRET closes')
@@ -42,7 +42,7 @@ t.test('with the secret: a tenant header counts only with a valid assertion for 
   const { idp, url } = await harness(t, { auth: true, secret: true })
   const userA = await idp.sign({ sub: 'user-a' })
   const userB = await idp.sign({ sub: 'user-b' })
-  const run = await (await fetch(`${url}/runs`, { method: 'POST', headers: { authorization: `Bearer ${userB}`, ...asserted('tenant-b', userB) }, body: '{"message":"b only","mode":"echo"}' })).json() as any
+  const run = await (await fetch(`${url}/runs`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${userB}`, ...asserted('tenant-b', userB) }, body: '{"message":"b only","mode":"echo"}' })).json() as any
   t.equal(run.tenant_id, 'tenant-b', 'the front door\'s way in works')
   const read = (headers: Record<string, string>) => fetch(`${url}/runs/${run.run_id}`, { headers: { authorization: `Bearer ${userA}`, ...headers } })
     .then(async r => [r.status, await r.json()])
@@ -66,7 +66,7 @@ t.test('with the secret: a tenant header counts only with a valid assertion for 
 t.test('with the secret and auth off, the assertion binds the tenant to the bearer token all the same', async t => {
   const { url } = await harness(t, { auth: false, secret: true })
   const token = 'opaque-token-of-a-caller'
-  const start = (headers: Record<string, string>) => fetch(`${url}/runs`, { method: 'POST', headers, body: '{"message":"m","mode":"echo"}' }).then(async r => [r.status, await r.json()])
+  const start = (headers: Record<string, string>) => fetch(`${url}/runs`, { method: 'POST', headers: { ...headers, 'content-type': 'application/json' }, body: '{"message":"m","mode":"echo"}' }).then(async r => [r.status, await r.json()])
   t.same(await start({ 'x-svc-tenant-client-id': 'tenant-b' }), [401, UNRESOLVED], 'a tenant header alone')
   t.same(await start({ authorization: 'Bearer another-token', ...asserted('tenant-b', token) }), [401, UNRESOLVED], 'another token')
   t.match(await start({ authorization: `Bearer ${token}`, ...asserted('tenant-b', token) }), [200, { tenant_id: 'tenant-b' }])

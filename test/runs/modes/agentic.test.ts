@@ -6,7 +6,7 @@ import { scriptedLlm, toolCall } from '../../helpers/llm.js'
 async function setup (t: any, env: Record<string, string> = {}) {
   const gw = await startTestGateway(t, env)
   const call = async (method: string, path: string, body?: unknown) => {
-    const res = await fetch(`${gw.harnessUrl}${path}`, { method, ...(body === undefined ? {} : { body: JSON.stringify(body) }) })
+    const res = await fetch(`${gw.harnessUrl}${path}`, { method, ...(body === undefined ? {} : { headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }) })
     return { status: res.status, body: await res.json() as any }
   }
   return { ...gw, call }
