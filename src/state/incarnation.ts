@@ -25,6 +25,16 @@ export interface Owner {
 }
 
 /**
+ * The same question where the answer may need a look elsewhere: in a
+ * cluster, the holder of a claim may run on another node, known only by its
+ * heartbeat in S3 (src/state/heartbeats.ts).
+ */
+export interface RemoteOwner {
+  readonly id: string
+  isAlive(id: string): Promise<boolean>
+}
+
+/**
  * This process's incarnation among those sharing DATA_DIR: an id made at
  * start (pid and random bits), registered in LMDB. Whatever a process holds
  * (an idempotency claim, a partial file, the outbox relay) is stamped with
@@ -67,6 +77,11 @@ export class Incarnation implements Owner {
     if (!entry) return false
     if (entry.host !== undefined && entry.host === this.host) return entry.proc_start !== undefined && processStart(entry.pid) === entry.proc_start
     return this.now() - entry.heartbeat_at < STALE_MS
+  }
+
+  /** Whether `id` is this process or one registered on this DATA_DIR (alive or not). */
+  knows (id: string): boolean {
+    return id === this.id || this.db.get(id) !== undefined
   }
 
   /** Unregisters: whatever this process still holds is free from now on. */
