@@ -27,7 +27,7 @@ export interface Owner {
 /**
  * The same question where the answer may need a look elsewhere: in a
  * cluster, the holder of a claim may run on another node, known only by its
- * heartbeat in S3 (src/state/heartbeats.ts).
+ * heartbeat in S3 (src/cluster/heartbeats.ts).
  */
 export interface RemoteOwner {
   readonly id: string

@@ -1,7 +1,7 @@
 import { hostname } from 'node:os'
 import type { Logger } from 'pino'
-import type { Incarnation, RemoteOwner } from './incarnation.js'
-import type { SharedDocuments } from './s3-documents.js'
+import type { Incarnation, RemoteOwner } from '../state/index.js'
+import type { SharedDocuments } from './documents.js'
 
 /** How often a node rewrites its heartbeat. */
 export const NODE_BEAT_MS = 5_000
