@@ -3,7 +3,7 @@ import '../helpers/no-keepalive.js'
 import { addClient, startCluster } from '../helpers/cluster.js'
 import { login } from '../helpers/gateway.js'
 import { sharedInfra } from '../helpers/infra.js'
-import { consumeSettled } from '../helpers/kafka.js'
+import { consumeSettled, endOffsets } from '../helpers/kafka.js'
 import { baseEnvelope, clip, envelopePart, mediaPart, multipartBody, postEvidence } from '../helpers/multipart.js'
 import { gatewayKeys, s3Client } from '../helpers/s3.js'
 
@@ -32,6 +32,9 @@ t.test('one event_id sent to two nodes at once, then to a third: one 202, one 40
     t.equal(second.status, 409, 'or 409 while the first is in progress')
     t.equal(second.body.code, 'idempotency_in_progress')
   }
+
+  const offsets = await endOffsets(infra.KAFKA_BROKERS, cluster.topic)
+  t.equal([...offsets.values()].reduce((a, b) => a + b, 0n), 1n, 'the 202 came once the envelope was on Kafka')
 
   const third = await postEvidence(n3.url, token, body)
   t.same([third.status, third.body, third.headers.get('idempotent-replay')], [202, accepted, 'true'], 'the third node replays the acknowledgment')
