@@ -1,7 +1,15 @@
 import type { Database } from 'lmdb'
 import type { SharedDocuments } from '../cluster/index.js'
 import type { StateStore } from '../state/index.js'
-import type { Client } from './clients.js'
+
+export interface Client {
+  readonly client_id: string
+  readonly client_secret_hash: string
+  readonly audiences: readonly string[]
+  readonly scopes: readonly string[]
+  readonly tenant: string
+  readonly created_at?: string
+}
 
 /**
  * Where `gateway clients` writes clients and login reads them: LMDB on a

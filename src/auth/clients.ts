@@ -1,17 +1,10 @@
 import type { Logger } from 'pino'
 import { ConfigError, readJsonFile } from '../config/index.js'
-import type { ClientStore } from './client-store.js'
+import type { Client, ClientStore } from './client-store.js'
 import { isStorageId, STORAGE_ID_RULE } from '../validation/index.js'
 import { isSecretHash } from './secrets.js'
 
-export interface Client {
-  readonly client_id: string
-  readonly client_secret_hash: string
-  readonly audiences: readonly string[]
-  readonly scopes: readonly string[]
-  readonly tenant: string
-  readonly created_at?: string
-}
+export type { Client } from './client-store.js'
 
 const fileSchema = {
   type: 'array',
