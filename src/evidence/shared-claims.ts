@@ -6,7 +6,7 @@ import { decideClaim, type Acknowledgment, type Claim, type ClaimRecord, type Id
 const PREFIX = 'idempotency/'
 /** Rounds of read-and-replace a claim may lose to other writers before it answers 409. */
 const MAX_ROUNDS = 3
-/** Retries of a completion the store refused for a while, in the background, after the 202. */
+/** Retries, in the background, of a completion or release the store failed (after the answer). */
 const COMPLETE_RETRIES = 10
 const COMPLETE_RETRY_MS = 5_000
 
@@ -61,20 +61,16 @@ export class SharedClaims implements IdempotencyClaims {
    * (a retry meanwhile is 409, as for any request in progress).
    */
   async complete (key: string, ack: Acknowledgment): Promise<void> {
-    try {
-      await this.tryComplete(key, ack)
-    } catch (err) {
-      this.log.warn({ err: (err as Error).message, key }, 'idempotency record not completed in S3; retrying in the background')
-      this.retryComplete(key, ack, COMPLETE_RETRIES)
-    }
+    await this.finish(key, { state: 'done', ack, expires_at: this.now() + this.ttlMs })
   }
 
+  /**
+   * Frees the claim with a tombstone (MinIO ignores If-Match on DeleteObject).
+   * Never throws: a claim this live node failed to release would otherwise
+   * answer 409 for as long as it lives; it is retried in the background.
+   */
   async release (key: string): Promise<void> {
-    const etag = this.held.get(key)
-    if (etag === undefined) return
-    this.held.delete(key)
-    // A tombstone rather than a delete: MinIO ignores If-Match on DeleteObject.
-    await this.documents.replace(this.path(key), { state: 'released' }, etag)
+    await this.finish(key, { state: 'released' })
   }
 
   async sweep (): Promise<number> {
@@ -86,22 +82,26 @@ export class SharedClaims implements IdempotencyClaims {
     return { kind: 'claimed' }
   }
 
-  private async tryComplete (key: string, ack: Acknowledgment): Promise<void> {
+  /** Replaces this node's version of the claim by `record`, retrying in the background while the store fails. */
+  private async finish (key: string, record: ClaimRecord): Promise<void> {
     const etag = this.held.get(key)
     if (etag === undefined) return
-    const done = await this.documents.replace(this.path(key), { state: 'done', ack, expires_at: this.now() + this.ttlMs } satisfies ClaimRecord, etag)
     this.held.delete(key)
-    if (done === undefined) this.log.warn({ key }, 'idempotency claim was taken over before it completed (this node was taken for dead); the event may be published twice')
+    await this.replace(key, record, etag, COMPLETE_RETRIES)
   }
 
-  private retryComplete (key: string, ack: Acknowledgment, left: number): void {
-    setTimeout(() => {
-      this.tryComplete(key, ack).catch(err => {
-        if (left > 1) return this.retryComplete(key, ack, left - 1)
-        this.held.delete(key)
-        this.log.error({ err: (err as Error).message, key }, 'idempotency record never completed in S3; a retry after this node stops may publish the event again')
-      })
-    }, COMPLETE_RETRY_MS).unref()
+  private async replace (key: string, record: ClaimRecord, etag: string, retries: number): Promise<void> {
+    try {
+      const replaced = await this.documents.replace(this.path(key), record, etag)
+      if (replaced === undefined && record.state === 'done') this.log.warn({ key }, 'idempotency claim was taken over before this node completed it (it was taken for dead); the event may be published twice')
+    } catch (err) {
+      if (retries === 0) {
+        this.log.error({ err: (err as Error).message, key, state: record.state }, 'idempotency claim never finished in S3; it is free once this node stops')
+        return
+      }
+      if (retries === COMPLETE_RETRIES) this.log.warn({ err: (err as Error).message, key, state: record.state }, 'idempotency claim not finished in S3; retrying in the background')
+      setTimeout(() => { this.replace(key, record, etag, retries - 1).catch(() => undefined) }, COMPLETE_RETRY_MS).unref()
+    }
   }
 
   private path (key: string): string {

@@ -4,6 +4,7 @@ import pino from 'pino'
 import { SharedDocuments } from '../../src/cluster/index.js'
 import { loadConfig } from '../../src/config/index.js'
 import { SharedClaims, claimKey } from '../../src/evidence/index.js'
+import { eventually } from '../helpers/http.js'
 import { sharedInfra } from '../helpers/infra.js'
 
 const ack = { status: 'accepted' as const, event_id: 'evt-1', media_count: 0 }
@@ -61,4 +62,21 @@ t.test('a dead holder\'s claim is taken over by one node, and the dead one canno
   const record = (await s.documents.get<{ state: string, owner: string }>(`idempotency/cam-1/evt-1.json`))!.value
   t.equal(record.state, 'in_progress', 'the late completion of the taken-for-dead holder did not land')
   t.not(record.owner, 'dead')
+})
+
+t.test('a release the store fails does not fail the request and is retried, with the version this node held', async t => {
+  const replaced: string[] = []
+  let failing = true
+  const documents = {
+    create: async () => 'v1',
+    replace: async (_key: string, value: { state: string }, etag: string) => {
+      if (failing) { failing = false; throw new Error('store away') }
+      replaced.push(`${value.state}@${etag}`)
+      return 'v2'
+    }
+  } as unknown as SharedDocuments
+  const claims = new SharedClaims(documents, 60_000, { id: 'a', isAlive: async () => true }, pino({ level: 'silent' }))
+  t.same(await claims.claim(KEY), { kind: 'claimed' })
+  await t.resolves(claims.release(KEY), 'the failure is not the request\'s')
+  t.same(await eventually(async () => replaced, r => r.length > 0, 15_000), ['released@v1'], 'released in the background')
 })
