@@ -3,7 +3,7 @@
 # (KRaft, broker+controller in one JVM) and a single-drive MinIO, both bound to
 # 127.0.0.1 only, on ports chosen at `up` time.
 #
-# Usage: scripts/infra.sh up|down|status|env|up-kafka|down-kafka|up-minio|kill-minio|freeze-minio|thaw-minio
+# Usage: scripts/infra.sh up|down|status|env|up-kafka|down-kafka|kill-kafka|freeze-kafka|thaw-kafka|up-minio|kill-minio|freeze-minio|thaw-minio
 #
 #   up          install what is missing (into the cache), start what is not
 #               running, wait until both answer, print the env lines (stdout)
@@ -13,6 +13,9 @@
 #   env         print $RUN/env
 #   down-kafka  stop only Kafka; its data dir and port are kept
 #   up-kafka    start only Kafka again, on the same port with the same data
+#   kill-kafka  SIGKILL Kafka, as a crash would; its data dir and port are kept
+#   freeze-kafka  SIGSTOP Kafka: connections are accepted, nothing is answered
+#   thaw-kafka  SIGCONT Kafka
 #   up-minio    start only MinIO (in a fresh run dir too: a MinIO-only run,
 #               whose Kafka is set up by a later 'up'), on the same port with
 #               the same data
@@ -555,6 +558,8 @@ cmd_up_kafka() {
 cmd_down_kafka() {
   lock_run
   load_ports || die "no run state in $RUN"
+  # A frozen Kafka would hold its TERM until the grace ran out.
+  if kafka_running; then kill -CONT "$(kafka_pid)" 2>/dev/null || true; fi
   stop_pid Kafka "$RUN/kafka.pid" "$KAFKA_STOP_GRACE"
   log "Kafka stopped; data and port $KAFKA_PORT kept (use up-kafka)"
 }
@@ -577,37 +582,39 @@ cmd_up_minio() {
   cat "$RUN/env"
 }
 
-cmd_kill_minio() {
-  local pid
+# kill_service NAME PIDFILE: SIGKILL, as a crash would; data and port kept.
+kill_service() {
+  local name="$1" pidfile="$2" pid
   lock_run
   load_ports || die "no run state in $RUN"
-  pid="$(minio_pid)"
-  pid_alive "$pid" || die "MinIO is not running"
+  pid="$(read_pid "$pidfile")"
+  pid_alive "$pid" || die "$name is not running"
   kill -KILL "$pid"
   for _ in $(seq 1 50); do
     pid_exited "$pid" && break
     sleep 0.1
   done
-  pid_exited "$pid" || die "MinIO (pid $pid) did not die"
-  rm -f "$RUN/minio.pid"
-  log "MinIO killed; data and port $MINIO_PORT kept (use up-minio)"
+  pid_exited "$pid" || die "$name (pid $pid) did not die"
+  rm -f "$pidfile"
+  log "$name killed; data and port kept"
 }
 
-# signal_minio SIG: STOP freezes the server (the kernel still accepts
-# connections and buffers what is sent), CONT resumes it.
-signal_minio() {
+# signal_service NAME PIDFILE SIG: STOP freezes the server (the kernel still
+# accepts connections and buffers what is sent), CONT resumes it.
+signal_service() {
   local pid
   load_ports || die "no run state in $RUN"
-  pid="$(minio_pid)"
-  pid_alive "$pid" || die "MinIO is not running"
-  kill "-$1" "$pid"
-  log "MinIO (pid $pid) sent SIG$1"
+  pid="$(read_pid "$2")"
+  pid_alive "$pid" || die "$1 is not running"
+  kill "-$3" "$pid"
+  log "$1 (pid $pid) sent SIG$3"
 }
 
 cmd_down() {
   lock_run
+  # A frozen server would hold its TERM until the grace ran out.
+  if kafka_running; then kill -CONT "$(kafka_pid)" 2>/dev/null || true; fi
   stop_pid Kafka "$RUN/kafka.pid" "$KAFKA_STOP_GRACE"
-  # A frozen MinIO would hold its TERM until the grace ran out.
   if minio_running; then kill -CONT "$(minio_pid)" 2>/dev/null || true; fi
   stop_pid MinIO "$RUN/minio.pid" "$MINIO_STOP_GRACE"
   # Safety net for lost pid files: a server this script started from this run
@@ -671,11 +678,14 @@ case "${1:-}" in
   up-kafka) cmd_up_kafka ;;
   down-kafka) cmd_down_kafka ;;
   up-minio) cmd_up_minio ;;
-  kill-minio) cmd_kill_minio ;;
-  freeze-minio) signal_minio STOP ;;
-  thaw-minio) signal_minio CONT ;;
+  kill-kafka) kill_service Kafka "$RUN/kafka.pid" ;;
+  freeze-kafka) signal_service Kafka "$RUN/kafka.pid" STOP ;;
+  thaw-kafka) signal_service Kafka "$RUN/kafka.pid" CONT ;;
+  kill-minio) kill_service MinIO "$RUN/minio.pid" ;;
+  freeze-minio) signal_service MinIO "$RUN/minio.pid" STOP ;;
+  thaw-minio) signal_service MinIO "$RUN/minio.pid" CONT ;;
   *)
-    echo "usage: $0 up|down|status|env|up-kafka|down-kafka|up-minio|kill-minio|freeze-minio|thaw-minio" >&2
+    echo "usage: $0 up|down|status|env|up-kafka|down-kafka|kill-kafka|freeze-kafka|thaw-kafka|up-minio|kill-minio|freeze-minio|thaw-minio" >&2
     exit 2
     ;;
 esac

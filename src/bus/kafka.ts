@@ -5,6 +5,15 @@ import type { Bus, BusMessage } from './types.js'
 
 /** While the bus is known to be down, how often it checks whether it is back. */
 const RECHECK_MS = 1000
+/**
+ * A readiness probe the broker has not answered by then marks the bus down.
+ * Below the readiness check's own timeout (2 s in ops/readiness.ts): else a
+ * broker that stopped answering (frozen, or gone while a request was out)
+ * shows as not ready on /health/ready while the bus is not known to be down,
+ * and telemetry keeps sending into it and answers 500 after its retries
+ * instead of 503 at once.
+ */
+const PROBE_DEADLINE_MS = 1500
 
 const LEVELS: Record<number, 'error' | 'warn' | 'info' | 'debug'> = {
   [logLevel.ERROR]: 'error', [logLevel.WARN]: 'warn', [logLevel.INFO]: 'info', [logLevel.DEBUG]: 'debug'
@@ -81,18 +90,30 @@ export class KafkaBus implements Bus {
 
   private async check (): Promise<void> {
     let admin = this.probeAdmin
+    let timer: NodeJS.Timeout | undefined
+    let failed = false
     try {
-      if (!admin) {
-        admin = this.kafka.admin({ retry: { retries: 0 } })
-        await admin.connect()
-        this.probeAdmin = admin
-      }
-      await admin.describeCluster()
+      const deadline = new Promise<never>((_resolve, reject) => {
+        timer = setTimeout(() => reject(new Error(`the broker did not answer within ${PROBE_DEADLINE_MS} ms`)), PROBE_DEADLINE_MS)
+      })
+      await Promise.race([deadline, (async () => {
+        if (!admin) {
+          admin = this.kafka.admin({ retry: { retries: 0 } })
+          await admin.connect()
+          // A connect that comes after the deadline is of an admin client already let go.
+          if (!failed) this.probeAdmin = admin
+        }
+        await admin.describeCluster()
+      })()])
     } catch (err) {
+      failed = true
       if (this.probeAdmin === admin) this.probeAdmin = undefined
-      await admin?.disconnect().catch(() => undefined)
+      // Not awaited: a broker that does not answer may not answer the disconnect either.
+      admin?.disconnect().catch(() => undefined)
       this.markDown(err)
       throw err
+    } finally {
+      clearTimeout(timer)
     }
     // Still connecting (at start): not ready, but nothing is known to have failed.
     if (!this.producer) throw new Error('producer not connected')

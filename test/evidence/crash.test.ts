@@ -5,6 +5,7 @@ import '../helpers/no-keepalive.js'
 import { spawnGateway, tailBus } from '../helpers/child.js'
 import { CLIENT, login, writeJson } from '../helpers/gateway.js'
 import { eventually, rawConnect } from '../helpers/http.js'
+import { recordFigures } from '../helpers/figures.js'
 import { multipartBody, envelopePart, mediaPart, clip, baseEnvelope, postEvidence, BOUNDARY } from '../helpers/multipart.js'
 
 const MiB = 1024 * 1024
@@ -58,4 +59,8 @@ t.test('kill -9 mid-upload: after a restart the same event_id is stored and publ
   t.equal(drained, 0, 'the relay is done')
   const published = (await tailBus(dir, 'stream.events.v1')).filter(m => m.value.event_id === 'evt-crash')
   t.equal(published.length, 1, 'published once')
+  recordFigures('faults', 'gateway killed -9 mid-upload (local disk, local bus)', {
+    sent: 2, acknowledged: 1, found_downstream: Math.min(published.length, 1), duplicates: Math.max(published.length - 1, 0),
+    left_in_storage: files(objects).length - 1 + emptyFolders(objects).length, faults_injected: 1, answered_5xx: retry.status >= 500 ? 1 : 0
+  })
 })

@@ -6,14 +6,16 @@ import { CLIENT, login, writeJson } from '../helpers/gateway.js'
 import { eventually } from '../helpers/http.js'
 import { sharedInfra } from '../helpers/infra.js'
 import { consume } from '../helpers/kafka.js'
+import { recordFigures } from '../helpers/figures.js'
 import { multipartBody, envelopePart, baseEnvelope, postEvidence } from '../helpers/multipart.js'
 
 /**
  * Accepts one event in a gateway that kills itself (SIGKILL) between the
  * relay's publish and its delete, then restarts it normally on the same
- * DATA_DIR and waits until the outbox is empty again. Returns DATA_DIR.
+ * DATA_DIR and waits until the outbox is empty again. Returns DATA_DIR and
+ * how many of the two answers were 5xx.
  */
-async function crashBetweenPublishAndDelete (t: any, env: Record<string, string>): Promise<string> {
+async function crashBetweenPublishAndDelete (t: any, env: Record<string, string>): Promise<{ dir: string, answered5xx: number }> {
   const dir = t.testdir()
   const base = { DATA_DIR: dir, AUTH_CLIENTS_FILE: writeJson(dir, 'clients.json', [CLIENT]), ...env }
   const doomed = spawnGateway(t, ['start'], { ...base, GATEWAY_TEST_CRASH: 'outbox-after-publish' })
@@ -30,21 +32,27 @@ async function crashBetweenPublishAndDelete (t: any, env: Record<string, string>
   t.same([retry.status, retry.headers.get('idempotent-replay')], [202, 'true'], `the event was accepted before the crash (first answer: ${first?.status ?? 'none'}); a retry is a replay`)
   const backlog = await eventually(async () => (await (await fetch(`${again}/health/ready`)).json() as any).components.outbox.backlog, n => n === 0)
   t.equal(backlog, 0, 'the relay drained the outbox after the restart')
-  return dir
+  return { dir, answered5xx: [first, retry].filter(r => r !== undefined && r.status >= 500).length }
 }
 
 t.test('local bus: a crash between publish and delete loses neither and publishes once (one transaction)', async t => {
-  const dir = await crashBetweenPublishAndDelete(t, {})
+  const { dir, answered5xx } = await crashBetweenPublishAndDelete(t, {})
   const copies = (await tailBus(dir, 'stream.events.v1')).filter(m => m.value.event_id === 'evt-relayed')
   t.equal(copies.length, 1, 'exactly once')
+  recordFigures('faults', 'gateway killed -9 between outbox publish and delete (local bus)', {
+    sent: 2, acknowledged: 1, found_downstream: Math.min(copies.length, 1), duplicates: Math.max(copies.length - 1, 0), left_in_storage: 'n/a', faults_injected: 1, answered_5xx: answered5xx
+  })
 })
 
 t.test('Kafka: a crash between publish and delete publishes twice, with one message-id to drop the copy by', async t => {
   const infra = sharedInfra(t)
   if (!infra) return
   const topic = `evidence-crash-${randomUUID()}`
-  await crashBetweenPublishAndDelete(t, { BUS: 'kafka', KAFKA_BROKERS: infra.KAFKA_BROKERS, TOPIC_EVIDENCE: topic })
+  const { answered5xx } = await crashBetweenPublishAndDelete(t, { BUS: 'kafka', KAFKA_BROKERS: infra.KAFKA_BROKERS, TOPIC_EVIDENCE: topic })
   const copies = (await consume(infra.KAFKA_BROKERS, topic, 3, 3000)).filter(m => JSON.parse(m.value).event_id === 'evt-relayed')
   t.equal(copies.length, 2, 'at least once: the acknowledged publish, and the one after the restart')
   t.same(copies.map(m => m.headers['message-id']), [`${CLIENT.client_id}/evt-relayed`, `${CLIENT.client_id}/evt-relayed`], 'both carry the same message-id')
+  recordFigures('faults', 'gateway killed -9 between outbox publish and delete (Kafka)', {
+    sent: 2, acknowledged: 1, found_downstream: new Set(copies.map(m => m.headers['message-id'])).size, duplicates: copies.length - 1, left_in_storage: 'n/a', faults_injected: 1, answered_5xx: answered5xx
+  })
 })

@@ -5,6 +5,7 @@ import { startTestGateway, login } from '../helpers/gateway.js'
 import { privateInfra } from '../helpers/infra.js'
 import { consume } from '../helpers/kafka.js'
 import { eventually } from '../helpers/http.js'
+import { recordFigures } from '../helpers/figures.js'
 import { multipartBody, envelopePart, mediaPart, clip, baseEnvelope, postEvidence } from '../helpers/multipart.js'
 
 t.test('broker down: 202 from the outbox; broker up: published exactly once', async t => {
@@ -31,5 +32,10 @@ t.test('broker down: 202 from the outbox; broker up: published exactly once', as
   const after = await eventually(ready, c => c.outbox.backlog === 0, 40_000)
   t.equal(after.outbox.backlog, 0, 'the relay drained the outbox without a restart')
   const messages = await consume(infra.env.KAFKA_BROKERS, topic, 2, 3000)
-  t.equal(messages.filter(m => JSON.parse(m.value).event_id === 'evt-outage').length, 1, 'published exactly once')
+  const copies = messages.filter(m => JSON.parse(m.value).event_id === 'evt-outage').length
+  t.equal(copies, 1, 'published exactly once')
+  recordFigures('faults', 'broker stopped while evidence is uploaded (outbox)', {
+    sent: 2, acknowledged: 1, found_downstream: Math.min(copies, 1), duplicates: Math.max(copies - 1, 0),
+    left_in_storage: 'n/a', faults_injected: 1, answered_5xx: [res, replay].filter(r => r.status >= 500).length
+  })
 })

@@ -2,6 +2,8 @@ import t from 'tap'
 import { ListMultipartUploadsCommand } from '@aws-sdk/client-s3'
 import { randomUUID } from 'node:crypto'
 import '../helpers/no-keepalive.js'
+import { tailBus } from '../helpers/child.js'
+import { recordFigures } from '../helpers/figures.js'
 import { startTestGateway, login } from '../helpers/gateway.js'
 import { privateInfra, type PrivateInfra } from '../helpers/infra.js'
 import { eventually } from '../helpers/http.js'
@@ -67,6 +69,12 @@ t.test('a frozen object store: the upload is answered 503 within its deadlines, 
   t.equal((await objectKeys(s.s3, s.bucket)).length, 1, 'only the object of the upload that completed')
   const retry = await postEvidence(s.url, s.token, multipartBody([envelopePart(baseEnvelope({ event_id: 'evt-frozen' })), mediaPart(clip(MiB).data)]))
   t.equal(retry.status, 202, 'the failed event_id was released')
+  const published = await eventually(() => tailBus(s.dataDir, 'stream.events.v1'), m => m.length >= 2)
+  t.same(published.map(m => m.value.event_id).sort(), ['evt-after-thaw', 'evt-frozen'], 'published: the upload after the thaw and the retry, nothing of the frozen attempt')
+  recordFigures('faults', 'MinIO frozen (SIGSTOP) mid-upload, then thawed', {
+    sent: 3, acknowledged: 2, found_downstream: published.length, duplicates: published.length - new Set(published.map(m => m.value.event_id)).size,
+    left_in_storage: (await openUploads(s.s3, s.bucket)).length + (await objectKeys(s.s3, s.bucket)).length - 2, faults_injected: 1, answered_5xx: [res, next, retry].filter(r => r.status >= 500).length
+  })
 })
 
 t.test('MinIO killed mid-upload: 5xx, and once it is back the sweep leaves no incomplete upload', async t => {
@@ -88,4 +96,10 @@ t.test('MinIO killed mid-upload: 5xx, and once it is back the sweep leaves no in
   t.ok(await metric(s.url, 'storage_multipart_aborts_retried_total') >= 1, 'by retrying the abort')
   t.same(await uploadsUnder(s, upload.key), [], 'ListMultipartUploads shows nothing for the key')
   t.same(await objectKeys(s.s3, s.bucket), [], 'no object')
+  const published = await tailBus(s.dataDir, 'stream.events.v1')
+  t.same(published, [], 'nothing published')
+  recordFigures('faults', 'MinIO killed (-9) mid-upload, then restarted', {
+    sent: 1, acknowledged: 0, found_downstream: published.length, duplicates: 0,
+    left_in_storage: (await openUploads(s.s3, s.bucket)).length + (await objectKeys(s.s3, s.bucket)).length, faults_injected: 1, answered_5xx: res.status >= 500 ? 1 : 0
+  })
 })

@@ -1,13 +1,14 @@
 import t from 'tap'
 import { randomUUID } from 'node:crypto'
 import '../helpers/no-keepalive.js'
-import { spawnGateway } from '../helpers/child.js'
+import { spawnGateway, tailBus } from '../helpers/child.js'
 import { CLIENT, login, writeJson } from '../helpers/gateway.js'
 import { sharedInfra, type InfraEnv } from '../helpers/infra.js'
 import { eventually } from '../helpers/http.js'
 import { multipartBody, envelopePart, mediaPart, clip, baseEnvelope, postEvidence } from '../helpers/multipart.js'
 import { partialUpload, within } from '../helpers/uploads.js'
 import { objectKeys, openUploads, s3Client } from '../helpers/s3.js'
+import { recordFigures } from '../helpers/figures.js'
 
 const MiB = 1024 * 1024
 
@@ -26,7 +27,7 @@ function gatewayOnS3 (t: any, infra: InfraEnv, env: Record<string, string> = {})
     const url = `http://127.0.0.1:${port}`
     return { child, port, url, token: await login(url) }
   }
-  return { bucket, start, s3: s3Client(infra) }
+  return { dir, bucket, start, s3: s3Client(infra) }
 }
 
 /** 12 of a 20 MiB clip's bytes sent, the rest held back; resolves once its multipart upload is open. */
@@ -61,6 +62,12 @@ t.test('SIGTERM mid-upload: past SHUTDOWN_TIMEOUT_MS the client gets 503 shuttin
   t.equal(retry.headers.get('idempotent-replay'), null)
   second.child.proc.kill('SIGTERM')
   t.equal(await second.child.exit, 0)
+  const published = (await tailBus(gw.dir, 'stream.events.v1')).filter(m => m.value.event_id === 'evt-sigterm')
+  t.equal(published.length, 1, 'published once: the retry')
+  recordFigures('faults', 'SIGTERM mid-upload past the shutdown deadline (MinIO)', {
+    sent: 2, acknowledged: 1, found_downstream: published.length, duplicates: 0,
+    left_in_storage: (await openUploads(gw.s3, gw.bucket)).length + (await objectKeys(gw.s3, gw.bucket)).length - 1, faults_injected: 1, answered_5xx: [res, retry].filter(r => r.status >= 500).length
+  })
 })
 
 t.test('kill -9 mid-upload: the restarted gateway\'s first sweep aborts the multipart upload the dead one left', async t => {
@@ -80,4 +87,10 @@ t.test('kill -9 mid-upload: the restarted gateway\'s first sweep aborts the mult
   t.same(await openUploads(gw.s3, gw.bucket), [], 'nothing left in the bucket\'s incomplete uploads')
   second.child.proc.kill('SIGTERM')
   t.equal(await second.child.exit, 0)
+  const published = await tailBus(gw.dir, 'stream.events.v1')
+  t.same(published, [], 'nothing published')
+  recordFigures('faults', 'gateway killed -9 mid-upload, sweep at restart (MinIO)', {
+    sent: 1, acknowledged: 0, found_downstream: published.length, duplicates: 0,
+    left_in_storage: (await openUploads(gw.s3, gw.bucket)).length + (await objectKeys(gw.s3, gw.bucket)).length, faults_injected: 1, answered_5xx: 0
+  })
 })

@@ -44,6 +44,11 @@ export interface PrivateInfra {
   env: InfraEnv
   stopKafka(): Promise<void>
   startKafka(): Promise<void>
+  /** SIGKILL, as a crash; data and port kept (startKafka brings it back). */
+  killKafka(): Promise<void>
+  /** SIGSTOP: connections are accepted and nothing is answered, until thawKafka (SIGCONT). */
+  freezeKafka(): Promise<void>
+  thawKafka(): Promise<void>
   /** SIGKILL, as a crash; data and port kept. */
   killMinio(): Promise<void>
   /** Starts MinIO again on the same port with the same data. */
@@ -70,6 +75,9 @@ export async function privateInfra (t: Tap, options: { kafka?: boolean } = {}): 
     env,
     stopKafka: () => infra('down-kafka'),
     startKafka: () => infra('up-kafka'),
+    killKafka: () => infra('kill-kafka'),
+    freezeKafka: () => infra('freeze-kafka'),
+    thawKafka: () => infra('thaw-kafka'),
     killMinio: () => infra('kill-minio'),
     startMinio: () => infra('up-minio'),
     freezeMinio: () => infra('freeze-minio'),

@@ -7,8 +7,12 @@ import { eventually } from '../helpers/http.js'
 import { privateInfra } from '../helpers/infra.js'
 import { consumeSettled, endOffsets, type Consumed } from '../helpers/kafka.js'
 import { readSse } from '../helpers/sse.js'
+import { recordFigures } from '../helpers/figures.js'
 
 const json = (res: Response): Promise<any> => res.json()
+
+/** Run events on the topic, each counted once (a run's event is its key and seq). */
+const distinct = (messages: Consumed[]): number => new Set(messages.map(m => `${m.key}#${JSON.parse(m.value).seq}`)).size
 
 /** Each run's stored events (GET /runs/{id}), by run id. */
 async function storedEvents (base: string, runIds: string[]): Promise<Map<string, any[]>> {
@@ -23,7 +27,12 @@ t.test('runs started, streamed and ended while Kafka is down are all on TOPIC_RU
   const topic = `runs-${randomUUID()}`
   const { url, harnessUrl } = await startTestGateway(t, { BUS: 'kafka', KAFKA_BROKERS: brokers, TOPIC_RUNS: topic, KAFKA_TOPIC_PARTITIONS: '3' })
   const bus = async (): Promise<any> => (await json(await fetch(`${harnessUrl}/health/ready`))).components.bus
-  const start = async (body: object): Promise<string> => (await json(await fetch(`${harnessUrl}/runs:start`, { method: 'POST', body: JSON.stringify(body) }))).run_id
+  const started: number[] = []
+  const start = async (body: object): Promise<string> => {
+    const res = await fetch(`${harnessUrl}/runs:start`, { method: 'POST', body: JSON.stringify(body) })
+    started.push(res.status)
+    return (await json(res)).run_id
+  }
   const runIds = [await start({ message: 'before', mode: 'echo' })]
   t.match(await eventually(bus, b => b.ready && b.run_events_waiting === 0, 60_000), { ready: true, run_events_waiting: 0 }, 'published while the broker was up')
 
@@ -55,6 +64,10 @@ t.test('runs started, streamed and ended while Kafka is down are all on TOPIC_RU
     t.same(mine.map(m => JSON.parse(m.value)), events, `${id}: the stored events, in order`)
   t.same(mine.map(m => m.headers), Array(events.length).fill({ 'client-id': 'default', schema: 'run-event@2' }))
   }
+  recordFigures('faults', 'broker stopped during runs, then restarted', {
+    sent: runIds.length, acknowledged: expected, found_downstream: distinct(messages), duplicates: messages.length - distinct(messages),
+    left_in_storage: 'n/a', faults_injected: 1, answered_5xx: started.filter(s => s >= 500).length
+  })
 })
 
 t.test('kill -9 with runs in flight: after the restart their ends are on TOPIC_RUNS, and no event is missing', { skip: !infra }, async t => {
@@ -62,11 +75,17 @@ t.test('kill -9 with runs in flight: after the restart their ends are on TOPIC_R
   const env = { DATA_DIR: t.testdir(), BUS: 'kafka', KAFKA_BROKERS: brokers, TOPIC_RUNS: topic, ROLES: 'harness', KAFKA_TOPIC_PARTITIONS: '3' }
   const first = spawnGateway(t, ['start'], env)
   const base = `http://127.0.0.1:${(await first.waitFor('gateway listening'))['harnessPort']}`
-  const start = async (body: object): Promise<string> => (await json(await fetch(`${base}/runs:start`, { method: 'POST', body: JSON.stringify(body) }))).run_id
+  const started: number[] = []
+  const run = async (path: string, body: object): Promise<string> => {
+    const res = await fetch(`${base}${path}`, { method: 'POST', body: JSON.stringify(body) })
+    started.push(res.status)
+    return (await json(res)).run_id
+  }
+  const start = (body: object): Promise<string> => run('/runs:start', body)
   const long = await Promise.all(Array.from({ length: 4 }, () => start({ message: 'long', mode: 'echo', options: { steps: 1000, delay_ms: 20 } })))
   for (const id of long) await eventually(async () => json(await fetch(`${base}/runs/${id}`)), r => r.last_event_id >= 6)
   const short = []
-  for (let i = 0; i < 5; i++) short.push((await json(await fetch(`${base}/runs`, { method: 'POST', body: JSON.stringify({ message: 'short', mode: 'echo' }) }))).run_id)
+  for (let i = 0; i < 5; i++) short.push(await run('/runs', { message: 'short', mode: 'echo' }))
 
   first.proc.kill('SIGKILL')
   t.equal(await first.exit, null, 'killed')
@@ -108,6 +127,10 @@ t.test('kill -9 with runs in flight: after the restart their ends are on TOPIC_R
   }
   for (const id of long) t.equal(messages.filter(m => m.key === id && JSON.parse(m.value).type === 'run.failed').length, 1, `${id}: its end once`)
   t.comment(`${messages.length} messages for ${expected} events (${repeats} republished after the crash)`)
+  recordFigures('faults', 'gateway killed -9 with runs in flight (Kafka)', {
+    sent: long.length + short.length, acknowledged: expected, found_downstream: distinct(messages), duplicates: messages.length - distinct(messages),
+    left_in_storage: 'n/a', faults_injected: 1, answered_5xx: started.filter(s => s >= 500).length
+  })
   second.proc.kill('SIGTERM')
   t.equal(await second.exit, 0)
 })

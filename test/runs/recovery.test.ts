@@ -3,6 +3,7 @@ import '../helpers/no-keepalive.js'
 import { spawnGateway, tailBus } from '../helpers/child.js'
 import { eventually } from '../helpers/http.js'
 import { readSse } from '../helpers/sse.js'
+import { recordFigures } from '../helpers/figures.js'
 
 t.test('after kill -9, a run that was in flight ends failed (interrupted) and its stream replays', async t => {
   const dir = t.testdir()
@@ -31,6 +32,10 @@ t.test('after kill -9, a run that was in flight ends failed (interrupted) and it
   const published = await eventually(async () => (await tailBus(dir, 'harness.runs.v1')).filter(m => m.key === id), m => m.at(-1)?.value.type === 'run.failed')
   t.match(published.at(-1)!.value, { type: 'run.failed', id: events.at(-1)!.id, data: { reason: 'interrupted' } }, 'its end is published on TOPIC_RUNS')
   t.same([...new Set(published.map(m => Number(m.value.seq)))], events.map((_, i) => i + 1), 'with every event before it')
+  const found = new Set(published.map(m => Number(m.value.seq))).size
+  recordFigures('faults', 'gateway killed -9 with a run in flight (local bus)', {
+    sent: 1, acknowledged: events.length, found_downstream: found, duplicates: published.length - found, left_in_storage: 'n/a', faults_injected: 1, answered_5xx: 0
+  })
   second.proc.kill('SIGTERM')
   t.equal(await second.exit, 0)
 })

@@ -6,6 +6,7 @@ import { startTestGateway, login } from '../helpers/gateway.js'
 import { privateInfra } from '../helpers/infra.js'
 import { consume } from '../helpers/kafka.js'
 import { eventually } from '../helpers/http.js'
+import { recordFigures } from '../helpers/figures.js'
 
 const example = JSON.parse(readFileSync(new URL('../fixtures/asset-track.json', import.meta.url), 'utf8'))
 /** Far beyond anything the test waits for: a request that waited for it fails the test by the abort below. */
@@ -59,9 +60,14 @@ t.test('a broker outage: fast 503s once the bus is known down, every 200 is in K
   const ok = [...answers].filter(([, s]) => s === 200).map(([i]) => i)
   const failed = [...answers].filter(([, s]) => s !== 200)
   t.ok(failed.every(([, s]) => s === 500 || s === 503), 'failures are 500 or 503 only')
-  const inKafka = new Set((await consume(infra.env.KAFKA_BROKERS, topic, ok.length + failed.length, 4000)).map(m => JSON.parse(m.value).seq as number))
+  const messages = await consume(infra.env.KAFKA_BROKERS, topic, ok.length + failed.length, 4000)
+  const inKafka = new Set(messages.map(m => JSON.parse(m.value).seq as number))
   t.same(ok.filter(i => !inKafka.has(i)), [], 'every record answered 200 is in Kafka')
   t.same([...inKafka].filter(i => answers.get(i) === undefined), [], 'nothing unknown is in Kafka')
   t.same([...answers].filter(([i, s]) => s === 503 && inKafka.has(i)), [], 'nothing answered 503 reached Kafka: it was never sent')
   t.ok([...answers.keys()].every(i => inKafka.has(i) || answers.get(i)! >= 500), 'every record missing from Kafka was answered 5xx')
+  recordFigures('faults', 'broker stopped and restarted under telemetry requests', {
+    sent: answers.size, acknowledged: ok.length, found_downstream: inKafka.size, duplicates: messages.length - inKafka.size,
+    left_in_storage: 'n/a', faults_injected: 1, answered_5xx: failed.length
+  })
 })
