@@ -1,6 +1,6 @@
 import { hostname } from 'node:os'
 import type { Logger } from 'pino'
-import type { Incarnation, RemoteOwner } from '../state/index.js'
+import { localProcessAlive, processIdentity, type Incarnation, type RemoteOwner } from '../state/index.js'
 import type { SharedDocuments } from './documents.js'
 
 /** How often a node rewrites its heartbeat. */
@@ -16,6 +16,17 @@ const FORGET_MS = 24 * 3600 * 1000
 
 const PREFIX = 'nodes/'
 
+interface Beat {
+  incarnation: string
+  host: string
+  pid: number
+  /** Kernel boot and pid namespace, and the process's start time there: see localProcessAlive. */
+  host_id: string | undefined
+  proc_start: string | undefined
+  started_at: string
+  beat_at: string
+}
+
 /**
  * This process's heartbeat among the nodes sharing the bucket: the document
  * `_gateway/nodes/<incarnation>.json`, rewritten every NODE_BEAT_MS. Another
@@ -28,6 +39,12 @@ export class NodeHeartbeats {
   private timer: NodeJS.Timeout | undefined
   private failing = false
   private readonly startedAt = new Date().toISOString()
+  /**
+   * Test-only: `GATEWAY_TEST_REMOTE_NODE=1` leaves the kernel identity out of
+   * the heartbeat, so nodes on one machine judge each other by heartbeat
+   * alone, as nodes on different machines do (test/cluster/claim-takeover.test.ts).
+   */
+  private readonly process = process.env['GATEWAY_TEST_REMOTE_NODE'] === '1' ? { host: undefined, proc_start: undefined } : processIdentity()
 
   constructor (private readonly documents: SharedDocuments, readonly id: string, private readonly log: Logger) {}
 
@@ -51,14 +68,22 @@ export class NodeHeartbeats {
     await this.documents.delete(this.key(this.id)).catch(err => this.log.warn({ err: (err as Error).message }, 'node heartbeat not removed; it goes stale in 20 s'))
   }
 
+  /**
+   * A fresh heartbeat of a process that ran under this kernel (a node
+   * restarted on the same machine, with a new DATA_DIR registration) is
+   * checked against the kernel too, so its kill -9 frees its claims at once.
+   */
   async isAlive (id: string): Promise<boolean> {
     if (id === this.id) return true
     const age = await this.documents.age(this.key(id))
-    return age !== undefined && age < NODE_STALE_MS
+    if (age === undefined || age >= NODE_STALE_MS) return false
+    const beat = (await this.documents.get<Beat>(this.key(id)))?.value
+    return beat === undefined ? false : localProcessAlive(beat.host_id, beat.pid, beat.proc_start) ?? true
   }
 
   private beat (): Promise<string> {
-    return this.documents.put(this.key(this.id), { incarnation: this.id, host: hostname(), pid: process.pid, started_at: this.startedAt, beat_at: new Date().toISOString() })
+    const beat: Beat = { incarnation: this.id, host: hostname(), pid: process.pid, host_id: this.process.host, proc_start: this.process.proc_start, started_at: this.startedAt, beat_at: new Date().toISOString() }
+    return this.documents.put(this.key(this.id), beat)
   }
 
   /** Heartbeats of nodes killed long ago: nobody asks about them any more, and they would pile up. */

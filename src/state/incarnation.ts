@@ -91,6 +91,24 @@ export class Incarnation implements Owner {
   }
 }
 
+/**
+ * Whether process `pid` (started at `procStart`, registered from kernel
+ * `host`) lives, if that can be asked of this kernel: undefined when it ran
+ * under another kernel or pid namespace (or off Linux). For registrations
+ * kept elsewhere (a node's heartbeat in S3) of a process that may have run
+ * on this machine: a kill -9 then frees what it held at once.
+ */
+export function localProcessAlive (host: string | undefined, pid: number, procStart: string | undefined): boolean | undefined {
+  const here = hostIdentity()
+  if (host === undefined || here === undefined || host !== here) return undefined
+  return procStart !== undefined && processStart(pid) === procStart
+}
+
+/** This process as `localProcessAlive` asks about it. */
+export function processIdentity (): { host: string | undefined, proc_start: string | undefined } {
+  return { host: hostIdentity(), proc_start: processStart(process.pid) }
+}
+
 /** The kernel boot and pid namespace we run in, or undefined off Linux. */
 function hostIdentity (): string | undefined {
   try {
