@@ -15,6 +15,7 @@ const LAYERS: ReadonlyArray<readonly string[]> = [
   ['errors.ts', 'validation'],
   ['config'],
   ['state', 'storage'],
+  ['cluster'],
   ['bus'],
   ['http'],
   ['ops', 'auth'],

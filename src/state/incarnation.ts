@@ -25,6 +25,16 @@ export interface Owner {
 }
 
 /**
+ * The same question where the answer may need a look elsewhere: in a
+ * cluster, the holder of a claim may run on another node, known only by its
+ * heartbeat in S3 (src/cluster/heartbeats.ts).
+ */
+export interface RemoteOwner {
+  readonly id: string
+  isAlive(id: string): Promise<boolean>
+}
+
+/**
  * This process's incarnation among those sharing DATA_DIR: an id made at
  * start (pid and random bits), registered in LMDB. Whatever a process holds
  * (an idempotency claim, a partial file, the outbox relay) is stamped with
@@ -69,11 +79,34 @@ export class Incarnation implements Owner {
     return this.now() - entry.heartbeat_at < STALE_MS
   }
 
+  /** Whether `id` is this process or one registered on this DATA_DIR (alive or not). */
+  knows (id: string): boolean {
+    return id === this.id || this.db.get(id) !== undefined
+  }
+
   /** Unregisters: whatever this process still holds is free from now on. */
   async stop (): Promise<void> {
     clearInterval(this.timer)
     await this.db.remove(this.id)
   }
+}
+
+/**
+ * Whether process `pid` (started at `procStart`, registered from kernel
+ * `host`) lives, if that can be asked of this kernel: undefined when it ran
+ * under another kernel or pid namespace (or off Linux). For registrations
+ * kept elsewhere (a node's heartbeat in S3) of a process that may have run
+ * on this machine: a kill -9 then frees what it held at once.
+ */
+export function localProcessAlive (host: string | undefined, pid: number, procStart: string | undefined): boolean | undefined {
+  const here = hostIdentity()
+  if (host === undefined || here === undefined || host !== here) return undefined
+  return procStart !== undefined && processStart(pid) === procStart
+}
+
+/** This process as `localProcessAlive` asks about it. */
+export function processIdentity (): { host: string | undefined, proc_start: string | undefined } {
+  return { host: hostIdentity(), proc_start: processStart(process.pid) }
 }
 
 /** The kernel boot and pid namespace we run in, or undefined off Linux. */
