@@ -33,7 +33,7 @@ interface Slot {
 
 /**
  * The `gateway start` process when WORKERS > 1: the node:cluster primary.
- * It serves nothing itself. It forks one full gateway per slot on the same
+ * It serves nothing itself. It forks one full gateway per slot (in turn) on the same
  * ports (uWS listens with SO_REUSEPORT, the kernel spreads connections),
  * restarts a worker that dies, answers the workers' requests for the
  * aggregated /metrics, and on SIGTERM or SIGINT drains them all. Resolves
@@ -76,6 +76,10 @@ export async function supervise (options: SupervisorOptions): Promise<number> {
       switch (message?.gateway) {
         case 'listening': {
           listening.add(slot.index)
+          // One at a time at start: a worker recovers what the last stop left in
+          // the shared DATA_DIR (runs in flight end as interrupted) before it
+          // listens, which must not catch a sibling's first runs.
+          if (!up && !stopping && slot.index + 1 < slots.length) fork(slots[slot.index + 1]!)
           if (!up && listening.size === slots.length) {
             up = true
             log.info({ workers: slots.length, ...ports }, 'workers listening')
@@ -155,7 +159,7 @@ export async function supervise (options: SupervisorOptions): Promise<number> {
 
     process.on('SIGTERM', stop)
     process.on('SIGINT', stop)
-    slots.forEach(fork)
+    fork(slots[0]!)
   })
 }
 
