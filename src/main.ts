@@ -5,7 +5,7 @@ import { createBus } from './bus/index.js'
 import { NodeHeartbeats, SharedDocuments, clusterOwner } from './cluster/index.js'
 import type { Config } from './config/index.js'
 import { HttpServer, bodyBudget, loadUws, type HttpServerOptions } from './http/index.js'
-import { Readiness, opsRoutes, openApiRoute, type OpenApiPart } from './ops/index.js'
+import { Readiness, metricsSource, opsRoutes, openApiRoute, type OpenApiPart } from './ops/index.js'
 import { EvidenceService, SharedClaims, evidenceOpenApi, type IdempotencyClaims } from './evidence/index.js'
 import { FrontDoor } from './frontdoor/index.js'
 import { HarnessService, harnessOpenApi } from './runs/index.js'
@@ -86,7 +86,7 @@ export async function startGateway (config: Config, log: Logger): Promise<Gatewa
   if (roles.has('auth') || roles.has('ingest') || roles.has('frontdoor')) {
     main = new HttpServer({ ...http, name: 'gateway' })
     servers.push(main)
-    opsRoutes(readiness, registry).forEach(r => main!.route(r))
+    opsRoutes(readiness, metricsSource(registry)).forEach(r => main!.route(r))
     auth = new AuthService(config, authStores, log)
     await auth.start()
     stoppers.push(() => auth!.stop())

@@ -2,6 +2,7 @@
 // { label, kind, start(ctx) → server } where server is { url, pid, stop(), ... }
 // (see startServer in procs.mjs). ctx supplies the CPU pin and a temp dir.
 import { existsSync, readdirSync, statSync } from 'node:fs'
+import { cpus } from 'node:os'
 import { spawnSync } from 'node:child_process'
 import { join } from 'node:path'
 import { startServer, listeningLine, tempDir, freePort, withNofile } from './procs.mjs'
@@ -57,9 +58,11 @@ const resolveEnv = (spec, ...args) => (typeof spec === 'function' ? spec(...args
  * set in the shell (BUS, STORAGE...) apply too. `listenOn: 'harnessPort'`
  * for a gateway whose only listener is the harness (ROLES=harness). The
  * server object also carries `dataDir`, `env` (the overrides used) and
- * `logLevel`.
+ * `logLevel`. `readyLine`: the log line that says it serves (`workers listening`
+ * for a supervisor of WORKERS > 1); `pin: false` lets it run on every CPU of
+ * the machine (explicitly: the runner's own affinity would be inherited).
  */
-export function gateway ({ label = 'gateway', env: envSpec = {}, nodeArgs = [], logLevel, nofile, listenOn = 'port' } = {}) {
+export function gateway ({ label = 'gateway', env: envSpec = {}, nodeArgs = [], logLevel, nofile, listenOn = 'port', readyLine = 'gateway listening', pin = true } = {}) {
   return {
     label,
     kind: 'gateway',
@@ -72,12 +75,12 @@ export function gateway ({ label = 'gateway', env: envSpec = {}, nodeArgs = [], 
       const logsListening = ['info', 'debug', 'trace'].includes(level)
       const port = logsListening ? 0 : await freePort()
       const ports = listenOn === 'harnessPort' ? { PORT: '0', HARNESS_PORT: String(port) } : { PORT: String(port), HARNESS_PORT: '0' }
-      const server = await startNode(ctx, {
+      const server = await startNode(pin ? ctx : { ...ctx, serverCpu: `0-${cpus().length - 1}` }, {
         label,
         args: [...nodeArgs, join(REPO_DIR, 'bin', 'gateway.js'), 'start'],
         nofile,
         env: { ...ports, DATA_DIR: dataDir, LOG_LEVEL: level, ...env },
-        ready: listeningLine('gateway listening', listenOn),
+        ready: listeningLine(readyLine, listenOn),
         readyHttp: logsListening ? undefined : { port, path: '/health' }
       })
       return { ...server, dataDir, env, logLevel: level }
@@ -98,7 +101,7 @@ export function baseline ({ label, script, env: envSpec = {}, nofile, ready = li
     async start (ctx) {
       await before?.(ctx)
       const env = await resolveEnv(envSpec, ctx)
-      const server = await startNode(ctx, { label, args: [join(BASELINES_DIR, script)], env: { PORT: '0', ...env }, nofile, ready, timeoutMs })
+      const server = await startNode(pin ? ctx : { ...ctx, serverCpu: `0-${cpus().length - 1}` }, { label, args: [join(BASELINES_DIR, script)], env: { PORT: '0', ...env }, nofile, ready, timeoutMs })
       return { ...server, env }
     }
   }

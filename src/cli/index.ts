@@ -1,10 +1,11 @@
-import { loadConfig, ConfigError, type Config } from '../config/index.js'
+import cluster from 'node:cluster'
+import { loadConfig, ConfigError, workerCount, type Config } from '../config/index.js'
 import { startGateway } from '../main.js'
-import { createLogger } from '../ops/index.js'
+import { createLogger, onSupervisorGone, reportListening, supervise, workerSlot } from '../ops/index.js'
 import { clientsCommand, UsageError } from './clients.js'
 import { tailCommand } from './tail.js'
 
-const USAGE = `usage: gateway [start]                 run the service (configuration from the environment)
+const USAGE = `usage: gateway [start] [--workers N|auto]   run the service (configuration from the environment)
        gateway clients <add|list|remove|rotate|hash> ...
        gateway tail <topic> [--from N] [--follow]`
 
@@ -15,7 +16,7 @@ export async function main (argv: string[]): Promise<number> {
   try {
     const config = loadConfig()
     switch (command) {
-      case 'start': return await serve(config)
+      case 'start': return await start(config, rest)
       case 'clients': return await clientsCommand(config, rest, out)
       case 'tail': return await tailCommand(config, rest, out, interrupted())
       case '-h': case '--help': case 'help':
@@ -35,13 +36,47 @@ export async function main (argv: string[]): Promise<number> {
   }
 }
 
-async function serve (config: Config): Promise<number> {
+/** `--workers` overrides WORKERS; above one process, this one becomes the supervisor of the others. */
+async function start (config: Config, args: string[]): Promise<number> {
+  let workers = config.workers
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i]!
+    if (arg === '--workers' && i + 1 < args.length) workers = args[++i]!
+    else if (arg.startsWith('--workers=')) workers = arg.slice('--workers='.length)
+    else throw new UsageError(`unknown option ${arg}\n${USAGE}`)
+  }
+  const count = workerCount(workers)
+  if (count === 1 || cluster.isWorker) return await serve(config)
   const { log, flush } = createLogger(config.logLevel)
+  const code = await supervise({
+    workers: count,
+    host: config.host,
+    port: config.port,
+    harnessPort: config.harnessPort,
+    // A worker's own deadline, then the bounded drain of cut-short bodies, then closing its stores.
+    stopTimeoutMs: config.shutdownTimeoutMs + config.httpDrainTimeoutMs + 5_000,
+    log: log.child({ role: 'supervisor' })
+  })
+  await flush().catch(() => undefined)
+  return code
+}
+
+async function serve (config: Config): Promise<number> {
+  const service = createLogger(config.logLevel)
+  const slot = workerSlot()
+  const log = slot === undefined ? service.log : service.log.child({ worker: slot })
+  const { flush } = service
   const gateway = await startGateway(config, log)
+  reportListening()
   return new Promise(resolve => {
+    let stopped = false
     const stop = (signal: NodeJS.Signals): void => {
+      if (stopped) return
+      stopped = true
       process.off('SIGTERM', stop)
       process.off('SIGINT', stop)
+      // A worker drains once: Ctrl-C reaches it and the supervisor's SIGTERM follows.
+      if (slot !== undefined) for (const s of ['SIGTERM', 'SIGINT'] as const) process.on(s, () => undefined)
       // Stop first: its synchronous part closes the listeners, so whoever reads
       // this log line can rely on new connections being refused already.
       const stopping = gateway.stop()
@@ -60,6 +95,7 @@ async function serve (config: Config): Promise<number> {
     }
     process.on('SIGTERM', stop)
     process.on('SIGINT', stop)
+    onSupervisorGone(() => stop('SIGTERM'))
   })
 }
 

@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os'
 import { Ajv } from 'ajv'
 import { snakeToCamel } from '../validation/index.js'
 import { variables, ownedPrefixes, type Variable } from './variables.js'
@@ -105,8 +106,24 @@ function harnessUrlProblems (raw: string): string[] {
   return []
 }
 
+/** Most worker processes: past a few per core they only add memory and LMDB readers. */
+export const MAX_WORKERS = 256
+
+/** `WORKERS` (or `--workers`): an integer, or `auto` for the cores this process may run on (its affinity mask). */
+export function workerCount (raw: string): number {
+  const value = raw.trim()
+  if (value === 'auto') return availableParallelism()
+  if (!/^[1-9]\d*$/.test(value) || Number(value) > MAX_WORKERS) throw new ConfigError(`WORKERS=${JSON.stringify(raw)}: an integer from 1 to ${MAX_WORKERS}, or auto`)
+  return Number(value)
+}
+
 function crossChecks (c: Config): string[] {
   const problems: string[] = []
+  try {
+    workerCount(c.workers)
+  } catch (err) {
+    problems.push((err as Error).message)
+  }
   if (c.svcHarnessAuthEnabled) {
     for (const name of ['IDP_ISSUER', 'IDP_JWKS_URL', 'IDP_RS256_AUDIENCE'] as const) {
       if (!c[camelName(name) as keyof Config]) problems.push(`${name} is required when SVC_HARNESS_AUTH_ENABLED=true`)

@@ -21,6 +21,7 @@ const MiB = 1024 * KiB
 export const variables = [
   // Processes and ports
   { name: 'ROLES', type: 'list', default: ['auth', 'ingest', 'frontdoor', 'harness'], enum: ['auth', 'ingest', 'frontdoor', 'harness'], description: 'roles this process runs (comma-separated)' },
+  { name: 'WORKERS', type: 'string', default: '1', description: 'server processes on the same ports: an integer ≥ 1, or `auto` (the cores this process may use); above 1 a supervisor starts, restarts and drains them (docs/scaling.md)' },
   { name: 'PORT', type: 'integer', default: 8080, minimum: 0, maximum: 65535, description: 'login, ingest, front door, JWKS, health and metrics' },
   { name: 'HARNESS_PORT', type: 'integer', default: 8081, minimum: 0, maximum: 65535, description: 'harness routes (/runs*, /health, /health/ready)' },
   { name: 'HOST', type: 'string', default: '127.0.0.1', description: 'listen address (0.0.0.0 in the container)' },

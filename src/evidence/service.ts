@@ -61,8 +61,8 @@ export class EvidenceService {
     this.hashes = new HashPool(config.evidenceHashThreads)
     this.allowlist = eventTypeAllowlist(config.evidenceEventTypes)
     const outbox = this.outbox
-    new Gauge({ name: 'evidence_outbox_backlog', help: 'Envelopes accepted but not yet acknowledged by the bus', registers: [registry], collect () { this.set(outbox.backlog) } })
-    new Gauge({ name: 'evidence_outbox_oldest_age_seconds', help: 'Age of the oldest unpublished envelope', registers: [registry], collect () { this.set(outbox.oldestAgeMs() / 1000) } })
+    new Gauge({ name: 'evidence_outbox_backlog', help: 'Envelopes accepted but not yet acknowledged by the bus', aggregator: 'max', registers: [registry], collect () { this.set(outbox.backlog) } })
+    new Gauge({ name: 'evidence_outbox_oldest_age_seconds', help: 'Age of the oldest unpublished envelope', aggregator: 'max', registers: [registry], collect () { this.set(outbox.oldestAgeMs() / 1000) } })
     storageMetrics(store, registry)
   }
 

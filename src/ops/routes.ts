@@ -1,9 +1,9 @@
-import type { Registry } from 'prom-client'
 import type { Route } from '../http/index.js'
 import type { Readiness } from './readiness.js'
+import type { MetricsSource } from './worker-link.js'
 
 /** `/health` (the process answers), `/health/ready` (its components do), `/metrics`. */
-export function opsRoutes (readiness: Readiness, registry?: Registry): Route[] {
+export function opsRoutes (readiness: Readiness, metrics?: MetricsSource): Route[] {
   const routes: Route[] = [
     { method: 'GET', path: '/health', quiet: true, handler: () => ({ status: 200, body: { status: 'ok' } }) },
     {
@@ -16,12 +16,12 @@ export function opsRoutes (readiness: Readiness, registry?: Registry): Route[] {
       }
     }
   ]
-  if (registry) {
+  if (metrics) {
     routes.push({
       method: 'GET',
       path: '/metrics',
       quiet: true,
-      handler: async () => ({ status: 200, body: await registry.metrics(), headers: { 'content-type': registry.contentType } })
+      handler: async () => ({ status: 200, body: await metrics.text(), headers: { 'content-type': metrics.contentType } })
     })
   }
   return routes

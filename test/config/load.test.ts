@@ -1,6 +1,7 @@
 import t from 'tap'
 import { readFileSync } from 'node:fs'
-import { loadConfig, ConfigError, variables } from '../../src/config/index.js'
+import { availableParallelism } from 'node:os'
+import { loadConfig, ConfigError, variables, workerCount } from '../../src/config/index.js'
 
 t.test('defaults apply and the result is frozen', async t => {
   const c = loadConfig({})
@@ -91,4 +92,11 @@ t.test('the tenant assertion secret is at least 32 bytes; HARNESS_URL is a bare 
     t.throws(() => loadConfig({ HARNESS_URL: bad }), /HARNESS_URL/, bad)
   }
   t.equal(loadConfig({ HARNESS_URL: 'http://harness:8081/base/' }).harnessUrl, 'http://harness:8081/base/')
+})
+
+t.test('WORKERS is an integer from 1, or auto for the cores this process may use', async t => {
+  t.equal(workerCount(loadConfig({}).workers), 1, 'one process by default')
+  t.equal(workerCount(loadConfig({ WORKERS: '3' }).workers), 3)
+  t.equal(workerCount(loadConfig({ WORKERS: 'auto' }).workers), availableParallelism())
+  for (const bad of ['0', '-1', 'two', '1.5', '257']) t.throws(() => loadConfig({ WORKERS: bad }), { name: 'ConfigError', message: /WORKERS=.*an integer from 1 to 256, or auto/ }, bad)
 })

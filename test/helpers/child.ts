@@ -52,7 +52,8 @@ export async function runGateway (args: string[], env: Record<string, string>, i
   proc.stdout.on('data', d => { stdout += d })
   proc.stderr.on('data', d => { stderr += d })
   proc.stdin.end(input ?? '')
-  const code = await new Promise<number | null>(resolve => proc.once('exit', resolve))
+  // 'close', not 'exit': 'exit' may come before the last of stdout is read.
+  const code = await new Promise<number | null>(resolve => proc.once('close', resolve))
   return { code, stdout, stderr }
 }
 
