@@ -2,6 +2,7 @@ import type { Logger } from 'pino'
 import { Registry, collectDefaultMetrics } from 'prom-client'
 import { AuthService } from './auth/index.js'
 import { createBus } from './bus/index.js'
+import { NodeHeartbeats, SharedDocuments } from './cluster/index.js'
 import type { Config } from './config/index.js'
 import { HttpServer, bodyBudget, loadUws, type HttpServerOptions } from './http/index.js'
 import { Readiness, opsRoutes, openApiRoute, type OpenApiPart } from './ops/index.js'
@@ -36,6 +37,15 @@ export async function startGateway (config: Config, log: Logger): Promise<Gatewa
   await bus.start()
   readiness.add('bus', () => bus.probe())
   const stoppers: Array<() => Promise<void> | void> = [() => incarnation.stop(), () => bus.close()]
+  // Cluster mode: nodes share Kafka and S3 and nothing else; each tells the others it lives by a heartbeat in S3.
+  let nodes: NodeHeartbeats | undefined
+  if (config.bus === 'kafka' && config.storage === 's3') {
+    const documents = new SharedDocuments(config)
+    await documents.start()
+    nodes = new NodeHeartbeats(documents, incarnation.id, log.child({ component: 'nodes' }))
+    await nodes.start()
+    stoppers.push(() => documents.stop(), () => nodes!.stop())
+  }
 
   // One budget for the JSON bodies of every server in the process.
   const http: Omit<HttpServerOptions, 'name'> = {
@@ -80,7 +90,8 @@ export async function startGateway (config: Config, log: Logger): Promise<Gatewa
 
   let harnessPort: number | undefined
   if (roles.has('harness')) {
-    const harness = new HarnessService(config, state, bus, log.child({ component: 'harness' }), registry)
+    const heartbeats = nodes
+    const harness = new HarnessService(config, state, bus, log.child({ component: 'harness' }), incarnation, registry, heartbeats && { isAlive: id => heartbeats.isAlive(id) })
     await harness.start()
     stoppers.push(() => harness.stop())
     const server = new HttpServer({ ...http, name: 'harness', errors: 'harness' })
