@@ -63,6 +63,15 @@ export class RemoteRuns {
     await this.control?.stop()
   }
 
+  /**
+   * Call just before subscribing to the run on the hub: live events of a run
+   * executed elsewhere are handed to the hub from its current end on (the
+   * subscriber's replay reads everything up to where it switches to them).
+   */
+  watch (runId: string): void {
+    if (!this.options.manager.isActive(runId) && !this.cursors.has(runId)) this.cursors.set(runId, this.options.store.logEnd(runId).id)
+  }
+
   /** Whether more events of the run may come (its end is not stored yet), wherever it runs. */
   isActive (runId: string): boolean {
     return this.options.manager.isActive(runId) || !this.options.store.logEnd(runId).terminal
@@ -116,7 +125,6 @@ export class RemoteRuns {
     for (const runId of this.cursors.keys()) if (!hub.has(runId)) this.cursors.delete(runId)
     for (const runId of hub.runIds()) {
       if (manager.isActive(runId)) continue
-      // From the start: a subscriber that is still replaying ignores these, and one that is not already had the earlier ones (SseStream skips them).
       let cursor = this.cursors.get(runId) ?? 0
       for (const event of store.eventsAfter(runId, cursor)) {
         hub.publish(runId, event)

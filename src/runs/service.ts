@@ -247,6 +247,7 @@ export class HarnessService {
     const after = parseLastEventId(ctx.headers['last-event-id'])
     if (!ctx.live) return undefined
     const sse = new SseStream(ctx, record.run_id, this.config.harnessSseBuffer, this.config.harnessHeartbeatMs, after)
+    this.remote.watch(record.run_id)
     followRun(sse, record.run_id, after, { store: this.store, hub: this.hub, isActive: id => this.remote.isActive(id) }).catch(err => {
       this.log.error({ err, runId: record.run_id }, 'run stream failed')
       sse.end()
