@@ -58,7 +58,7 @@ function process (state: StateStore, bus: ReturnType<typeof fakeBus>, options: P
     outbox.start(claimed)
     return ended
   }
-  return { store, outbox, manager, run, hung, start }
+  return { id, store, outbox, manager, run, hung, start }
 }
 
 /** Per run, the ids of its messages in the order they were taken. */
@@ -91,9 +91,11 @@ t.test('every event of every run is published once, in order per run, in batches
   t.equal(bus.taken.length, 40 * 6)
   for (const r of runs) t.same(published.get(r.run_id), dense(6), `${r.run_id}: 1..6`)
   t.ok(bus.calls < 40 * 6 / 2, `batched: ${bus.calls} publishes for ${bus.taken.length} events`)
-  t.same(bus.taken[0]!.headers, { 'client-id': 'acme', schema: 'run-event@2' })
+  t.same(bus.taken[0]!.headers, { 'client-id': 'acme', schema: 'run-event@2', owner: p.id })
   await p.outbox.stop(1000)
   t.same(markers(state), [], 'nothing is left for a restart')
+  await eventually(async () => [...state.openDB<string, string>({ name: 'run-owners', encoding: 'string' }).getKeys()], k => k.length === 0)
+  t.same([...state.openDB<string, string>({ name: 'run-owners', encoding: 'string' }).getKeys()], [], 'nor any owner entry: every run is out')
 })
 
 t.test('while the bus is down events wait, are retried, and go out once, in order, when it is back', async t => {
@@ -271,4 +273,41 @@ t.test('nothing is skipped while the bus is away, nor an event of ordinary size 
   t.equal(p.outbox.dropped, 0)
   t.same(byRun(bus.taken).get(small.run_id), dense(4))
   await p.outbox.stop(1000)
+})
+
+t.test('processes sharing DATA_DIR: each relays its own runs; only a dead process\'s runs are claimed, by one process, and published', async t => {
+  const state = openState(t.testdir())
+  t.teardown(() => state.close())
+  const alive = new Set(['a', 'b', 'c'])
+  const owner = (id: string) => ({ owner: { id, isAlive: (other: string) => alive.has(other) } })
+  const bus = fakeBus()
+  const deadBus = fakeBus()
+  deadBus.down = true
+  const a = process(state, deadBus, owner('a'))
+  const b = process(state, bus, owner('b'))
+  const c = process(state, bus, owner('c'))
+  for (const p of [a, b, c]) await p.start()
+  const ofA = await Promise.all(Array.from({ length: 3 }, () => a.run(2)))
+  const hungA = await a.hung()
+  const ofB = await Promise.all(Array.from({ length: 3 }, () => b.run(2)))
+  await Promise.all(ofB.map(r => b.manager.waitForEnd(r.run_id, 10_000)))
+  await eventually(async () => b.outbox.waiting, n => n === 0)
+  t.same([await b.outbox.claim(), await c.outbox.claim()], [[], []], 'nothing is claimed while its owner lives')
+  t.same([...byRun(bus.taken).keys()].sort(), ofB.map(r => r.run_id).sort(), 'b published its own runs, and none of a\'s')
+
+  alive.delete('a')
+  const [byB, byC] = await Promise.all([b.outbox.claim(), c.outbox.claim()])
+  t.same([...byB, ...byC].sort(), [...ofA, hungA].map(r => r.run_id).sort(), 'a\'s runs are claimed once, by one of them')
+  const taker = byB.length > 0 ? b : c
+  t.equal(await taker.manager.recover([...byB, ...byC]), 1, 'its run in flight is ended')
+  taker.outbox.adopt([...byB, ...byC])
+  await eventually(async () => taker.outbox.waiting, n => n === 0)
+  const published = byRun(bus.taken)
+  for (const r of ofA) t.same(published.get(r.run_id), dense(5), `${r.run_id}: all, once`)
+  t.same(published.get(hungA.run_id), dense(3), 'and the end of the run in flight')
+  const takerId = taker === b ? 'b' : 'c'
+  t.same(bus.taken.filter(m => m.key === hungA.run_id).map(m => m.headers['owner']), [takerId, takerId, takerId], 'published under the taker\'s name')
+  for (const p of [b, c]) await p.outbox.stop(1000)
+  await a.manager.drain()
+  await a.outbox.stop(0)
 })
