@@ -99,9 +99,9 @@ export class LocalBus implements TransactionalLog, FollowableBus {
         const target = this.nextOffset(topic)
         if (next >= target) return Promise.resolve(true)
         return new Promise(resolve => {
-          const waiter = { target, resolve }
+          const timer = setTimeout(() => { waiters = waiters.filter(w => w !== waiter); resolve(false) }, timeoutMs)
+          const waiter = { target, resolve: (ok: boolean) => { clearTimeout(timer); resolve(ok) } }
           waiters.push(waiter)
-          setTimeout(() => { waiters = waiters.filter(w => w !== waiter); resolve(false) }, timeoutMs).unref()
         })
       },
       stop: async () => {

@@ -115,9 +115,13 @@ export class RunOutbox {
   async claim (): Promise<string[]> {
     const self = this.options.owner
     const claimed: string[] = []
+    // Asked once per incarnation: a live sibling may own thousands of pending runs.
+    const alive = new Map<string, boolean>([[self.id, true]])
     await this.state.transaction(() => {
       for (const { key, value } of this.owners.getRange()) {
-        if (value === self.id || self.isAlive(value)) continue
+        let lives = alive.get(value)
+        if (lives === undefined) alive.set(value, lives = self.isAlive(value))
+        if (lives) continue
         this.owners.put(key, self.id)
         claimed.push(key)
       }
