@@ -31,8 +31,18 @@ export class KafkaSubscription implements Subscription {
     this.run()
   }
 
+  /** Bounded by `timeoutMs` even while the broker does not answer (a connect alone may take longer). */
   async caughtUp (timeoutMs: number): Promise<boolean> {
-    const deadline = Date.now() + timeoutMs
+    let timer: NodeJS.Timeout | undefined
+    const late = new Promise<false>(resolve => { timer = setTimeout(() => resolve(false), timeoutMs) })
+    try {
+      return await Promise.race([this.compare(Date.now() + timeoutMs), late])
+    } finally {
+      clearTimeout(timer)
+    }
+  }
+
+  private async compare (deadline: number): Promise<boolean> {
     try {
       this.admin ??= await this.connectAdmin()
       const ends = await this.admin.fetchTopicOffsets(this.topic)
@@ -45,6 +55,10 @@ export class KafkaSubscription implements Subscription {
       }
     } catch (err) {
       this.log.warn({ err: (err as Error).message, topic: this.topic }, 'could not compare a subscription with the end of its topic')
+      // The next look connects afresh.
+      const admin = this.admin
+      this.admin = undefined
+      await admin?.disconnect().catch(() => undefined)
     }
     return false
   }
