@@ -89,6 +89,7 @@ export class KafkaSubscription implements Subscription {
 
   private async start (): Promise<void> {
     await this.ready()
+    if (this.stopped) return
     const consumer = this.kafka.consumer({ groupId: this.options.group, maxWaitTimeInMs: 250, allowAutoTopicCreation: false })
     this.consumer = consumer
     consumer.on(consumer.events.CRASH, ({ payload }) => {
@@ -97,6 +98,11 @@ export class KafkaSubscription implements Subscription {
       consumer.disconnect().catch(() => undefined).finally(() => { if (this.consumer === consumer) this.run() })
     })
     await consumer.connect()
+    // Stopped while connecting: `stop` disconnected it before it was connected.
+    if (this.stopped) {
+      await consumer.disconnect()
+      return
+    }
     await consumer.subscribe({ topic: this.topic, fromBeginning: this.options.fromStart })
     await consumer.run({
       autoCommit: false,
