@@ -1,17 +1,34 @@
 import type { Logger } from 'pino'
 import { Registry, collectDefaultMetrics } from 'prom-client'
-import { AuthService } from './auth/index.js'
+import { AuthService, LmdbClientStore, LmdbKeyVault, SharedClientStore, SharedKeyVault, type AuthStores, type ClientStore } from './auth/index.js'
 import { createBus } from './bus/index.js'
-import { NodeHeartbeats, SharedDocuments } from './cluster/index.js'
+import { NodeHeartbeats, SharedDocuments, clusterOwner } from './cluster/index.js'
 import type { Config } from './config/index.js'
 import { HttpServer, bodyBudget, loadUws, type HttpServerOptions } from './http/index.js'
 import { Readiness, opsRoutes, openApiRoute, type OpenApiPart } from './ops/index.js'
-import { EvidenceService, evidenceOpenApi } from './evidence/index.js'
+import { EvidenceService, SharedClaims, evidenceOpenApi, type IdempotencyClaims } from './evidence/index.js'
 import { FrontDoor } from './frontdoor/index.js'
 import { HarnessService, harnessOpenApi } from './runs/index.js'
 import { TelemetryService, telemetryOpenApi } from './telemetry/index.js'
 import { createObjectStore } from './storage/index.js'
-import { checkState, openState, Incarnation } from './state/index.js'
+import { checkState, openState, Incarnation, type StateStore } from './state/index.js'
+
+/**
+ * Kafka and S3 together make a cluster: nodes that share them share the
+ * signing keys, the clients and the idempotency claims through S3, each
+ * with its own DATA_DIR. No other switch (docs/cluster-state.md).
+ */
+export function isCluster (config: Config): boolean {
+  return config.bus === 'kafka' && config.storage === 's3'
+}
+
+/** The clients `gateway clients` manages: in the cluster's S3, or in this node's LMDB. */
+export async function openClientStore (config: Config, state: StateStore): Promise<{ store: ClientStore, close(): void }> {
+  if (!isCluster(config)) return { store: new LmdbClientStore(state), close: () => undefined }
+  const documents = new SharedDocuments(config)
+  await documents.start()
+  return { store: new SharedClientStore(documents), close: () => documents.stop() }
+}
 
 export interface Gateway {
   /** Bound ports (useful with PORT=0 in tests). */
@@ -37,14 +54,21 @@ export async function startGateway (config: Config, log: Logger): Promise<Gatewa
   await bus.start()
   readiness.add('bus', () => bus.probe())
   const stoppers: Array<() => Promise<void> | void> = [() => incarnation.stop(), () => bus.close()]
-  // Cluster mode: nodes share Kafka and S3 and nothing else; each tells the others it lives by a heartbeat in S3.
-  let nodes: NodeHeartbeats | undefined
-  if (config.bus === 'kafka' && config.storage === 's3') {
+  let authStores: AuthStores = { clients: new LmdbClientStore(state), keys: new LmdbKeyVault(state) }
+  let sharedClaims: IdempotencyClaims | undefined
+  // Each node tells the others it lives by a heartbeat in S3 (claims and runs of a dead node are taken over).
+  let nodeAlive: ((incarnation: string) => Promise<boolean>) | undefined
+  if (isCluster(config)) {
     const documents = new SharedDocuments(config)
     await documents.start()
-    nodes = new NodeHeartbeats(documents, incarnation.id, log.child({ component: 'nodes' }))
+    // Beating before anything is claimed: no claim of this node is ever held by an incarnation without a heartbeat.
+    const nodes = new NodeHeartbeats(documents, incarnation.id, log.child({ component: 'heartbeat' }))
     await nodes.start()
-    stoppers.push(() => documents.stop(), () => nodes!.stop())
+    nodeAlive = id => nodes.isAlive(id)
+    // Stopped after everything that holds claims (stoppers run in reverse).
+    stoppers.push(() => documents.stop(), () => nodes.stop())
+    authStores = { clients: new SharedClientStore(documents), keys: new SharedKeyVault(documents) }
+    sharedClaims = new SharedClaims(documents, config.idempotencyTtlS * 1000, clusterOwner(incarnation, nodes), log.child({ component: 'claims' }))
   }
 
   // One budget for the JSON bodies of every server in the process.
@@ -65,7 +89,7 @@ export async function startGateway (config: Config, log: Logger): Promise<Gatewa
     main = new HttpServer({ ...http, name: 'gateway' })
     servers.push(main)
     opsRoutes(readiness, registry).forEach(r => main!.route(r))
-    auth = new AuthService(config, state, log)
+    auth = new AuthService(config, authStores, log)
     await auth.start()
     stoppers.push(() => auth!.stop())
     if (roles.has('auth')) auth.routes().forEach(r => main!.route(r))
@@ -78,7 +102,7 @@ export async function startGateway (config: Config, log: Logger): Promise<Gatewa
     await objects.start()
     stoppers.push(() => objects.stop?.())
     readiness.add('storage', () => objects.probe())
-    const evidence = new EvidenceService(config, state, bus, objects, auth!.verifier, log, registry, incarnation)
+    const evidence = new EvidenceService(config, state, bus, objects, auth!.verifier, log, registry, incarnation, sharedClaims)
     evidence.routes().forEach(r => main!.route(r))
     evidence.start()
     stoppers.push(() => evidence.stop())
@@ -90,8 +114,7 @@ export async function startGateway (config: Config, log: Logger): Promise<Gatewa
 
   let harnessPort: number | undefined
   if (roles.has('harness')) {
-    const heartbeats = nodes
-    const harness = new HarnessService(config, state, bus, log.child({ component: 'harness' }), incarnation, registry, heartbeats && { isAlive: id => heartbeats.isAlive(id) })
+    const harness = new HarnessService(config, state, bus, log.child({ component: 'harness' }), incarnation, registry, nodeAlive && { isAlive: nodeAlive })
     await harness.start()
     stoppers.push(() => harness.stop())
     const server = new HttpServer({ ...http, name: 'harness', errors: 'harness' })
@@ -112,7 +135,7 @@ export async function startGateway (config: Config, log: Logger): Promise<Gatewa
   }
 
   const port = main ? await main.listen(config.host, config.port) : undefined
-  log.info({ port, harnessPort, roles: [...roles], bus: bus.kind, storage: config.storage }, 'gateway listening')
+  log.info({ port, harnessPort, roles: [...roles], bus: bus.kind, storage: config.storage, cluster: isCluster(config), incarnation: incarnation.id }, 'gateway listening')
 
   return {
     port,

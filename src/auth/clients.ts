@@ -1,18 +1,10 @@
-import type { Database } from 'lmdb'
 import type { Logger } from 'pino'
 import { ConfigError, readJsonFile } from '../config/index.js'
-import type { StateStore } from '../state/index.js'
+import type { Client, ClientStore } from './client-store.js'
 import { isStorageId, STORAGE_ID_RULE } from '../validation/index.js'
 import { isSecretHash } from './secrets.js'
 
-export interface Client {
-  readonly client_id: string
-  readonly client_secret_hash: string
-  readonly audiences: readonly string[]
-  readonly scopes: readonly string[]
-  readonly tenant: string
-  readonly created_at?: string
-}
+export type { Client } from './client-store.js'
 
 const fileSchema = {
   type: 'array',
@@ -46,16 +38,15 @@ export function clientIdentityProblem (clientId: string, tenant: string = client
 }
 
 /**
- * Clients from AUTH_CLIENTS_FILE (read once at start) and from LMDB (written by
- * `gateway clients`, read on every login so a running service sees changes).
+ * Clients from AUTH_CLIENTS_FILE (read once at start) and from a ClientStore
+ * (written by `gateway clients`, read on logins so a running service sees
+ * changes: LMDB on one node, S3 in a cluster). A stored client shadows a
+ * file client of the same id.
  */
 export class ClientRegistry {
-  private readonly db: Database<Client, string>
   private readonly fromFile = new Map<string, Client>()
 
-  constructor (state: StateStore) {
-    this.db = state.openDB<Client, string>({ name: 'auth-clients' })
-  }
+  constructor (private readonly store: ClientStore) {}
 
   /** Reads AUTH_CLIENTS_FILE; a plain secret is hashed with `hash`. Fails start-up on any bad entry. */
   async load (file: string | undefined, log: Logger, hash: (secret: string) => Promise<string>): Promise<void> {
@@ -73,14 +64,14 @@ export class ClientRegistry {
     }
   }
 
-  /** The client, or undefined; an id outside the grammar names no client (and is no LMDB key). */
-  get (clientId: string): Client | undefined {
+  /** The client, or undefined; an id outside the grammar names no client (and is no key in the store). */
+  async get (clientId: string): Promise<Client | undefined> {
     if (!isStorageId(clientId)) return undefined
-    return this.db.get(clientId) ?? this.fromFile.get(clientId)
+    return await this.store.get(clientId) ?? this.fromFile.get(clientId)
   }
 
-  list (): Client[] {
-    const stored = [...this.db.getRange()].map(e => e.value)
+  async list (): Promise<Client[]> {
+    const stored = await this.store.list()
     const ids = new Set(stored.map(c => c.client_id))
     return [...stored, ...[...this.fromFile.values()].filter(c => !ids.has(c.client_id))]
   }
@@ -88,12 +79,12 @@ export class ClientRegistry {
   async put (client: Client): Promise<void> {
     const problem = clientIdentityProblem(client.client_id, client.tenant)
     if (problem !== undefined) throw new Error(problem)
-    await this.db.put(client.client_id, client)
+    await this.store.put(client)
   }
 
-  /** False when the client is not in LMDB (file clients are changed in their file). */
+  /** False when the client is not in the store (file clients are changed in their file). */
   async remove (clientId: string): Promise<boolean> {
-    if (!isStorageId(clientId) || this.db.get(clientId) === undefined) return false
-    return this.db.remove(clientId)
+    if (!isStorageId(clientId)) return false
+    return this.store.remove(clientId)
   }
 }

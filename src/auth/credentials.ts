@@ -58,7 +58,7 @@ export class Credentials {
 
   /** The client when the secret matches, else undefined; throws 503 `overloaded` when hashing is saturated. */
   async authenticate (clientId: string, secret: string): Promise<Client | undefined> {
-    const client = this.clients.get(clientId)
+    const client = await this.clients.get(clientId)
     const ok = await this.check(client?.client_secret_hash ?? this.decoy, secret)
     return ok && client ? client : undefined
   }

@@ -2,19 +2,9 @@ import { createPrivateKey, createPublicKey, generateKeyPair, type JsonWebKey, ty
 import { readFileSync } from 'node:fs'
 import { promisify } from 'node:util'
 import { calculateJwkThumbprint, errors as joseErrors, type JWK, type JWTVerifyGetKey } from 'jose'
-import type { Database } from 'lmdb'
-import type { StateStore } from '../state/index.js'
+import type { KeyVault, StoredKey } from './key-vault.js'
 
 const generateRsa = promisify(generateKeyPair)
-
-interface StoredKey {
-  kid: string
-  created_at: number
-  /** When a newer key took over; the key stays published until its tokens expired. */
-  retired_at?: number
-  private_pem: string
-  public_jwk: JWK
-}
 
 export interface SigningKey {
   readonly kid: string
@@ -30,21 +20,30 @@ export interface KeyStoreOptions {
 
 /** Margin past a retired key's last token expiry before it leaves the set (clock skew). */
 const PUBLISH_MARGIN_MS = 5 * 60 * 1000
+/**
+ * Least time between two looks at the vault for an unknown kid: a stream of
+ * tokens with made-up kids costs one look a second, not one per request.
+ */
+export const UNKNOWN_KID_REFRESH_MS = 1_000
 
 /**
- * RS256 signing keys in LMDB. The newest key signs; older keys stay in the
- * published set until every token they signed has expired, then are dropped.
+ * RS256 signing keys, kept in a KeyVault that every process of the service
+ * shares (LMDB on one node, S3 in a cluster). The newest key signs; a key
+ * stays in the published set until every token it signed has expired (its
+ * successor's age past AUTH_TOKEN_TTL_S and a margin), then is removed.
+ * `rotateIfDue`, called every few seconds, also picks up keys other
+ * processes made; a token with a kid not seen yet makes it look at once.
  * With AUTH_SIGNING_KEY_FILE the operator owns the key and its rotation.
  */
 export class KeyStore {
-  private readonly db: Database<StoredKey, string>
   private readonly now: () => number
   private signing: SigningKey | undefined
   private publicKeys = new Map<string, KeyObject>()
   private jwksBody = '{"keys":[]}'
+  private refreshing: Promise<void> | undefined
+  private lastRefresh = -Infinity
 
-  constructor (state: StateStore, private readonly options: KeyStoreOptions) {
-    this.db = state.openDB<StoredKey, string>({ name: 'auth-keys' })
+  constructor (private readonly vault: KeyVault, private readonly options: KeyStoreOptions) {
     this.now = options.now ?? Date.now
   }
 
@@ -72,49 +71,62 @@ export class KeyStore {
 
   /** jose's key lookup for tokens this service issued: by kid, or `JWKSNoMatchingKey`. */
   readonly getKey: JWTVerifyGetKey = async header => {
-    const key = header.kid === undefined ? undefined : this.publicKey(header.kid)
+    const key = header.kid === undefined ? undefined : await this.publicKey(header.kid)
     if (!key) throw new joseErrors.JWKSNoMatchingKey()
     return key
   }
 
-  /** Looks the kid up again in LMDB on a miss: another process may have rotated. */
-  publicKey (kid: string): KeyObject | undefined {
-    if (!this.publicKeys.has(kid) && !this.options.signingKeyFile) this.load()
+  /** Looks in the vault again on a miss (rate-limited): another process may have rotated. */
+  async publicKey (kid: string): Promise<KeyObject | undefined> {
+    if (!this.publicKeys.has(kid) && !this.options.signingKeyFile) await this.refresh()
     return this.publicKeys.get(kid)
   }
 
-  /** Creates a new signing key when none exists, the newest is older than the rotation age, or `force`. */
+  /**
+   * Reads the vault, and adds the next epoch's key when there is none, the
+   * newest is older than the rotation age, or `force`. Of processes that do
+   * this at once, the vault keeps the first key of the epoch and all adopt it.
+   */
   async rotateIfDue (force = false): Promise<void> {
+    if (this.options.signingKeyFile) return
+    let keys = await this.vault.list()
+    const newest = keys.at(-1)
     const now = this.now()
-    const newest = this.stored().at(-1)
     if (force || !newest || now - newest.created_at >= this.options.rotationS * 1000) {
       const { privateKey } = await generateRsa('rsa', { modulusLength: 2048 })
       const jwk = publicJwk(privateKey)
       const kid = await calculateJwkThumbprint(jwk)
-      await this.db.transaction(() => {
-        for (const k of this.stored()) if (k.retired_at === undefined) this.db.put(k.kid, { ...k, retired_at: now })
-        this.db.put(kid, { kid, created_at: now, private_pem: privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(), public_jwk: { ...jwk, kid } })
-      })
+      const epoch = (newest?.epoch ?? 0) + 1
+      await this.vault.create({ kid, epoch, created_at: now, private_pem: privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(), public_jwk: { ...jwk, kid } })
+      keys = await this.vault.list()
     }
-    await this.prune()
-    this.load()
+    this.adopt(await this.prune(keys))
   }
 
-  private async prune (): Promise<void> {
+  /** One look at the vault at a time, and at most one per UNKNOWN_KID_REFRESH_MS. */
+  private async refresh (): Promise<void> {
+    if (this.refreshing === undefined && this.now() - this.lastRefresh >= UNKNOWN_KID_REFRESH_MS) {
+      this.lastRefresh = this.now()
+      this.refreshing = this.vault.list().then(keys => this.adopt(keys)).finally(() => { this.refreshing = undefined })
+    }
+    await this.refreshing?.catch(() => undefined)
+  }
+
+  /** Removes the keys whose last token has expired; returns the rest. */
+  private async prune (keys: StoredKey[]): Promise<StoredKey[]> {
     const cutoff = this.now() - this.options.tokenTtlS * 1000 - PUBLISH_MARGIN_MS
-    for (const k of this.stored()) {
-      if (k.retired_at !== undefined && k.retired_at < cutoff) await this.db.remove(k.kid)
+    const kept: StoredKey[] = []
+    for (const [i, k] of keys.entries()) {
+      const successor = keys[i + 1]
+      if (successor !== undefined && successor.created_at < cutoff) await this.vault.remove(k)
+      else kept.push(k)
     }
+    return kept
   }
 
-  private stored (): StoredKey[] {
-    return [...this.db.getRange()].map(e => e.value).sort((a, b) => a.created_at - b.created_at)
-  }
-
-  private load (): void {
-    const keys = this.stored()
+  private adopt (keys: StoredKey[]): void {
     const newest = keys.at(-1)
-    if (newest) this.signing = { kid: newest.kid, privateKey: createPrivateKey(newest.private_pem) }
+    if (newest && newest.kid !== this.signing?.kid) this.signing = { kid: newest.kid, privateKey: createPrivateKey(newest.private_pem) }
     this.publish(keys)
   }
 

@@ -2,16 +2,27 @@ import type { Logger } from 'pino'
 import type { Config } from '../config/index.js'
 import { type Route, type RequestContext, type Reply } from '../http/index.js'
 import { GatewayError } from '../errors.js'
-import type { StateStore } from '../state/index.js'
 import { isStorageId } from '../validation/index.js'
+import type { ClientStore } from './client-store.js'
 import { ClientRegistry } from './clients.js'
 import { Credentials } from './credentials.js'
+import type { KeyVault } from './key-vault.js'
 import { KeyStore } from './keys.js'
 import { loginBody, parseLoginRequest } from './login-request.js'
 import { clientAddress, LoginThrottle } from './rate-limit.js'
 import { issueToken, TokenVerifier } from './tokens.js'
 
-const ROTATION_CHECK_MS = 60 * 60 * 1000
+/**
+ * How often the signing keys are read again (and rotated when due): a key
+ * another node made is published here, and signs, within this time.
+ */
+export const KEY_REFRESH_MS = 5_000
+
+/** Where the clients and the signing keys are kept: this node's LMDB, or S3 for a cluster. */
+export interface AuthStores {
+  clients: ClientStore
+  keys: KeyVault
+}
 
 /** Login, the signing keys, and the token check the ingest routes use. */
 export class AuthService {
@@ -22,11 +33,12 @@ export class AuthService {
   private readonly throttle: LoginThrottle
   private readonly addressHeader: string | undefined
   private rotationTimer: NodeJS.Timeout | undefined
+  private refreshFailing = false
 
-  constructor (private readonly config: Config, state: StateStore, private readonly log: Logger) {
-    this.clients = new ClientRegistry(state)
+  constructor (private readonly config: Config, stores: AuthStores, private readonly log: Logger) {
+    this.clients = new ClientRegistry(stores.clients)
     this.credentials = new Credentials(this.clients, { threads: config.authHashThreads, queue: config.authHashQueue, cacheTtlMs: config.authSecretCacheS * 1000 })
-    this.keys = new KeyStore(state, { tokenTtlS: config.authTokenTtlS, rotationS: config.authKeyRotationS, signingKeyFile: config.authSigningKeyFile })
+    this.keys = new KeyStore(stores.keys, { tokenTtlS: config.authTokenTtlS, rotationS: config.authKeyRotationS, signingKeyFile: config.authSigningKeyFile })
     this.throttle = new LoginThrottle({ perClient: config.authMaxFailures, perAddress: config.authAddressMaxFailures, windowMs: config.authFailureWindowS * 1000 })
     this.addressHeader = config.authClientAddressHeader?.toLowerCase()
     const external = config.idpIssuer && config.idpJwksUrl ? { issuer: config.idpIssuer, jwksUrl: config.idpJwksUrl } : undefined
@@ -37,8 +49,14 @@ export class AuthService {
     await this.credentials.start(this.config.authClientsFile, this.log)
     await this.keys.init()
     this.rotationTimer = setInterval(() => {
-      this.keys.rotateIfDue().catch(err => this.log.error({ err }, 'signing key rotation failed'))
-    }, ROTATION_CHECK_MS).unref()
+      this.keys.rotateIfDue().then(() => {
+        if (this.refreshFailing) this.log.info('signing keys read again')
+        this.refreshFailing = false
+      }, err => {
+        if (!this.refreshFailing) this.log.error({ err }, 'signing keys not read or rotated; signing with the last ones read')
+        this.refreshFailing = true
+      })
+    }, KEY_REFRESH_MS).unref()
   }
 
   async stop (): Promise<void> {

@@ -1,6 +1,7 @@
 import { parseArgs } from 'node:util'
 import { ClientRegistry, clientIdentityProblem, generateSecret, hashSecret } from '../auth/index.js'
 import type { Config } from '../config/index.js'
+import { isCluster, openClientStore } from '../main.js'
 import { openState } from '../state/index.js'
 
 const USAGE = `usage:
@@ -17,7 +18,11 @@ export class UsageError extends Error {
   }
 }
 
-/** `gateway clients ...`: manages clients in LMDB; a new secret is printed once and never stored. */
+/**
+ * `gateway clients ...`: manages clients in LMDB, or in S3 where every node
+ * of a cluster reads them (BUS=kafka and STORAGE=s3); a new secret is
+ * printed once and never stored.
+ */
 export async function clientsCommand (config: Config, argv: string[], out: (line: string) => void): Promise<number> {
   const { values, positionals } = parseArgs({
     args: argv,
@@ -33,7 +38,9 @@ export async function clientsCommand (config: Config, argv: string[], out: (line
   }
   if (action !== 'list' && !clientId) throw new UsageError(USAGE)
   const state = openState(config.dataDir)
-  const registry = new ClientRegistry(state)
+  const clients = await openClientStore(config, state).catch(async err => { await state.close(); throw err })
+  const registry = new ClientRegistry(clients.store)
+  const where = isCluster(config) ? `s3://${config.s3Bucket}/_gateway/auth/clients` : config.dataDir
   try {
     switch (action) {
       case 'add': {
@@ -41,22 +48,22 @@ export async function clientsCommand (config: Config, argv: string[], out: (line
         const tenant = values.tenant ?? clientId!
         const problem = clientIdentityProblem(clientId!, tenant)
         if (problem !== undefined) throw new UsageError(`${problem} (docs/identifiers.md)`)
-        if (registry.get(clientId!)) throw new Error(`client ${clientId} exists; use rotate for a new secret`)
+        if (await registry.get(clientId!)) throw new Error(`client ${clientId} exists; use rotate for a new secret`)
         const secret = generateSecret()
         await registry.put({ client_id: clientId!, client_secret_hash: await hashSecret(secret), audiences: values.audience, scopes: values.scope, tenant, created_at: new Date().toISOString() })
         out(JSON.stringify({ client_id: clientId, client_secret: secret, audiences: values.audience, scopes: values.scope, tenant }))
         return 0
       }
       case 'list':
-        for (const c of registry.list()) out(JSON.stringify({ client_id: c.client_id, audiences: c.audiences, scopes: c.scopes, tenant: c.tenant, created_at: c.created_at }))
+        for (const c of await registry.list()) out(JSON.stringify({ client_id: c.client_id, audiences: c.audiences, scopes: c.scopes, tenant: c.tenant, created_at: c.created_at }))
         return 0
       case 'remove':
-        if (!await registry.remove(clientId!)) throw new Error(`no client ${clientId} in ${config.dataDir}`)
+        if (!await registry.remove(clientId!)) throw new Error(`no client ${clientId} in ${where}`)
         out(JSON.stringify({ removed: clientId }))
         return 0
       case 'rotate': {
-        const existing = registry.get(clientId!)
-        if (!existing) throw new Error(`no client ${clientId} in ${config.dataDir}`)
+        const existing = await registry.get(clientId!)
+        if (!existing) throw new Error(`no client ${clientId} in ${where}`)
         const secret = generateSecret()
         await registry.put({ ...existing, client_secret_hash: await hashSecret(secret) })
         out(JSON.stringify({ client_id: clientId, client_secret: secret }))
@@ -66,6 +73,7 @@ export async function clientsCommand (config: Config, argv: string[], out: (line
         throw new UsageError(USAGE)
     }
   } finally {
+    clients.close()
     await state.close()
   }
 }

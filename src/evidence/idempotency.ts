@@ -1,30 +1,9 @@
 import type { Database } from 'lmdb'
 import type { Owner, StateStore } from '../state/index.js'
-
-export interface Acknowledgment {
-  status: 'accepted'
-  event_id: string
-  media_count: number
-}
-
-type Entry =
-  /** `owner`: the incarnation of the process storing the upload (absent in records of earlier versions). */
-  | { state: 'in_progress', started_at: number, owner?: string }
-  | { state: 'done', ack: Acknowledgment, expires_at: number }
-
-export type Claim =
-  | { kind: 'claimed' }
-  | { kind: 'replay', ack: Acknowledgment }
-  | { kind: 'in_progress' }
+import { claimKey, decideClaim, type Acknowledgment, type Claim, type ClaimRecord, type IdempotencyClaims } from './claims.js'
 
 /**
- * A claim of an earlier version (no owner) held this long without finishing
- * is taken to be dead and the id may be claimed again.
- */
-export const STALE_IN_PROGRESS_MS = 15 * 60 * 1000
-
-/**
- * (client_id, event_id) → in progress, or done with the acknowledgment to replay.
+ * The claims of a single node, in LMDB.
  *
  * A claim in progress is stamped with the incarnation of the process that
  * holds it and lasts exactly as long as that process: a request that finds
@@ -32,24 +11,24 @@ export const STALE_IN_PROGRESS_MS = 15 * 60 * 1000
  * at once, so the client's retry is stored rather than answered 409. Claims
  * of a live process are never taken over, however long its upload runs.
  */
-export class IdempotencyStore {
-  private readonly db: Database<Entry, string>
+export class IdempotencyStore implements IdempotencyClaims {
+  private readonly db: Database<ClaimRecord, string>
 
   constructor (private readonly state: StateStore, private readonly ttlMs: number, private readonly owner: Owner, private readonly now: () => number = Date.now) {
-    this.db = state.openDB<Entry, string>({ name: 'evidence-idempotency' })
+    this.db = state.openDB<ClaimRecord, string>({ name: 'evidence-idempotency' })
   }
 
   static key (clientId: string, eventId: string): string {
-    return `${clientId}\u0000${eventId}`
+    return claimKey(clientId, eventId)
   }
 
   /** Atomically claims the key, or says why not (a replay, or a request still running). */
   async claim (key: string): Promise<Claim> {
     return this.state.transaction(() => {
       const now = this.now()
-      const entry = this.db.get(key)
-      if (entry?.state === 'done' && entry.expires_at > now) return { kind: 'replay', ack: entry.ack }
-      if (entry?.state === 'in_progress' && this.held(entry, now)) return { kind: 'in_progress' }
+      const decision = decideClaim(this.db.get(key), now)
+      if (decision.kind === 'replay') return decision
+      if (decision.kind === 'in_progress' || (decision.kind === 'held' && this.owner.isAlive(decision.owner))) return { kind: 'in_progress' }
       this.db.put(key, { state: 'in_progress', started_at: now, owner: this.owner.id })
       return { kind: 'claimed' }
     })
@@ -59,6 +38,9 @@ export class IdempotencyStore {
   completeInTransaction (key: string, ack: Acknowledgment): void {
     this.db.put(key, { state: 'done', ack, expires_at: this.now() + this.ttlMs })
   }
+
+  /** Nothing more: the record was completed with the outbox entry. */
+  async complete (): Promise<void> {}
 
   async release (key: string): Promise<void> {
     await this.db.remove(key)
@@ -70,14 +52,10 @@ export class IdempotencyStore {
     let removed = 0
     await this.state.transaction(() => {
       for (const { key, value } of this.db.getRange()) {
-        const expired = value.state === 'done' ? value.expires_at <= now : !this.held(value, now)
-        if (expired) { this.db.remove(key); removed++ }
+        const decision = decideClaim(value, now)
+        if (decision.kind === 'take' || (decision.kind === 'held' && !this.owner.isAlive(decision.owner))) { this.db.remove(key); removed++ }
       }
     })
     return removed
-  }
-
-  private held (claim: Extract<Entry, { state: 'in_progress' }>, now: number): boolean {
-    return claim.owner === undefined ? now - claim.started_at < STALE_IN_PROGRESS_MS : this.owner.isAlive(claim.owner)
   }
 }

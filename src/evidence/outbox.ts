@@ -24,6 +24,8 @@ const IDLE_MS = 1000
 const MIN_BACKOFF_MS = 100
 const MAX_BACKOFF_MS = 30_000
 const RELAY_LEASE = 'relay'
+/** How often `published` looks for an entry another process's relay may have taken. */
+const PUBLISHED_POLL_MS = 100
 
 /**
  * Test-only: `GATEWAY_TEST_CRASH=outbox-after-publish` kills this process
@@ -60,6 +62,9 @@ export class Outbox {
   private running: Promise<void> | undefined
   private stopped = false
   private backoff = MIN_BACKOFF_MS
+  /** Relay steps that failed so far, and who waits for the next step to end (`published`). */
+  private failures = 0
+  private readonly stepped = new Set<() => void>()
   lastError: string | undefined
 
   constructor (private readonly state: StateStore, private readonly bus: Bus, private readonly logger: Logger, private readonly owner: Owner) {
@@ -68,13 +73,36 @@ export class Outbox {
     this.log = transactionalLog(bus, state)
   }
 
-  /** Adds an entry; call inside a write transaction (it reads the last key to make the next). */
-  enqueueInTransaction (topic: string, message: BusMessage): void {
+  /** Adds an entry; call inside a write transaction (it reads the last key to make the next). Its key, for `published`. */
+  enqueueInTransaction (topic: string, message: BusMessage): Key {
     const now = Date.now()
     let key: Key = [now, 0]
     // A clock that steps back must not put a new entry before an older one.
     for (const last of this.db.getKeys({ reverse: true, limit: 1 })) if (last[0] >= now) key = [last[0], last[1] + 1]
     this.db.put(key, { ...message, topic, enqueued_at: now })
+    return key
+  }
+
+  /**
+   * Wakes the relay and waits until the entry `key` (committed) is on the
+   * bus: true once it is, false at once when the bus is known to be down, as
+   * soon as a relay step fails, or after `maxMs`; the entry then stays for
+   * the relay. The relay of another process on DATA_DIR may hold the lease:
+   * the entry's removal is looked for too.
+   */
+  async published (key: Key, maxMs: number): Promise<boolean> {
+    const deadline = Date.now() + maxMs
+    const failures = this.failures
+    this.notify()
+    while (this.db.doesExist(key)) {
+      if (this.bus.unavailable() !== undefined || this.failures !== failures || Date.now() >= deadline) return false
+      await new Promise<void>(resolve => {
+        const timer = setTimeout(done, PUBLISHED_POLL_MS)
+        this.stepped.add(done)
+        function done (): void { clearTimeout(timer); resolve() }
+      })
+    }
+    return true
   }
 
   get backlog (): number {
@@ -110,8 +138,11 @@ export class Outbox {
         sent = this.log ? await this.stepInTransaction(this.log) : await this.stepThenDelete()
         this.backoff = MIN_BACKOFF_MS
         this.lastError = undefined
+        this.endStep()
       } catch (err) {
         this.lastError = (err as Error).message
+        this.failures++
+        this.endStep()
         this.logger.warn({ err: this.lastError, backlog: this.backlog, retryInMs: this.backoff }, 'outbox publish failed; will retry')
         await this.sleep(this.backoff)
         this.backoff = Math.min(this.backoff * 2, MAX_BACKOFF_MS)
@@ -180,6 +211,11 @@ export class Outbox {
       if (mine) this.meta.put(RELAY_LEASE, this.owner.id)
     })
     return mine
+  }
+
+  private endStep (): void {
+    for (const done of this.stepped) done()
+    this.stepped.clear()
   }
 
   private sleep (ms: number): Promise<void> {

@@ -9,7 +9,8 @@ import { storageMetrics, type ByteSource, type ObjectStore } from '../storage/in
 import type { Owner, StateStore } from '../state/index.js'
 import { eventTypeAllowlist, parseEnvelope, publishingClientId, type EventEnvelope } from './envelope.js'
 import { HashPool } from './hasher.js'
-import { IdempotencyStore, type Acknowledgment } from './idempotency.js'
+import { claimKey as idempotencyKey, type Acknowledgment, type IdempotencyClaims } from './claims.js'
+import { IdempotencyStore } from './idempotency.js'
 import { MultipartReader, multipartBoundary, readSmallPart } from './multipart.js'
 import { Outbox } from './outbox.js'
 import { MEDIA_TYPES, objectKey, publishedMessage, type StoredMedia } from './published.js'
@@ -18,6 +19,12 @@ import { UploadSession, unlessAborted } from './upload.js'
 export const EVIDENCE_SCOPE = 'stream:write'
 export const ENVELOPE_MAX_BYTES = 64 * 1024
 const SWEEP_MS = 10 * 60 * 1000
+/**
+ * Longest wait of a 202 for the relay to have the envelope on the bus; past
+ * it (a broker that is slow but not failing) the answer goes out with the
+ * envelope safe in the outbox, as during an outage.
+ */
+export const PUBLISH_WAIT_MS = 10_000
 
 const invalid = (key: string, message: string): GatewayError =>
   new GatewayError('validation_error', message, { details: { [key]: message } })
@@ -30,7 +37,7 @@ const invalid = (key: string, message: string): GatewayError =>
  */
 export class EvidenceService {
   readonly outbox: Outbox
-  readonly idempotency: IdempotencyStore
+  readonly idempotency: IdempotencyClaims
   private readonly hashes: HashPool
   private readonly allowlist: ReadonlySet<string>
   private sweeper: NodeJS.Timeout | undefined
@@ -45,10 +52,12 @@ export class EvidenceService {
     private readonly verifier: TokenVerifier,
     private readonly log: Logger,
     registry: Registry,
-    owner: Owner
+    owner: Owner,
+    /** Where event_ids are claimed: this node's LMDB unless the claims are shared (a cluster). */
+    claims?: IdempotencyClaims
   ) {
     this.outbox = new Outbox(state, bus, log.child({ component: 'outbox' }), owner)
-    this.idempotency = new IdempotencyStore(state, config.idempotencyTtlS * 1000, owner)
+    this.idempotency = claims ?? new IdempotencyStore(state, config.idempotencyTtlS * 1000, owner)
     this.hashes = new HashPool(config.evidenceHashThreads)
     this.allowlist = eventTypeAllowlist(config.evidenceEventTypes)
     const outbox = this.outbox
@@ -116,7 +125,7 @@ export class EvidenceService {
           if (part.name !== 'envelope') throw invalid('envelope', 'must be the first part')
           envelope = parseEnvelope(await unlessAborted(readSmallPart(parts, ENVELOPE_MAX_BYTES, 'envelope'), abort.signal), this.allowlist)
           clientId = publishingClientId(envelope, claims.client_id, claims.scope)
-          const key = IdempotencyStore.key(tenant, envelope.event_id)
+          const key = idempotencyKey(tenant, envelope.event_id)
           const claim = await this.idempotency.claim(key)
           if (claim.kind === 'replay') return { status: 202, body: claim.ack, headers: { 'idempotent-replay': 'true' } }
           if (claim.kind === 'in_progress') {
@@ -134,16 +143,20 @@ export class EvidenceService {
       if (hints > media.length) throw invalid('media', `${hints} media hints but ${media.length} media parts`)
       const ack: Acknowledgment = { status: 'accepted', event_id: envelope.event_id, media_count: media.length }
       const message = publishedMessage(envelope, media, { clientId, issuer: claims.iss, tenant, requestId: ctx.requestId, receivedAt, playbackBaseUrl: this.config.evidencePlaybackBaseUrl })
-      await this.state.transaction(() => {
+      const entry = await this.state.transaction(() => {
         this.idempotency.completeInTransaction(claimKey!, ack)
-        this.outbox.enqueueInTransaction(this.config.topicEvidence, message)
+        return this.outbox.enqueueInTransaction(this.config.topicEvidence, message)
       })
       // A commit survives a crash of this process; the 202 also waits until it
       // is on disk, so a power loss cannot drop an event the client was told
       // is accepted (and will not resend). An upload dwarfs the extra wait.
       await this.state.flushed
+      const done = claimKey
       claimKey = undefined
-      this.outbox.notify()
+      // With the bus up, a 202 means the envelope is on it (Kafka: acks=all);
+      // the outbox answers for it only while the bus fails.
+      await this.outbox.published(entry, PUBLISH_WAIT_MS)
+      await this.idempotency.complete(done!, ack)
       return { status: 202, body: ack }
     } catch (err) {
       // A failed body (size limit) is the real cause of whatever failed after it.

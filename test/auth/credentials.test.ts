@@ -1,6 +1,6 @@
 import t, { type Test } from 'tap'
 import pino from 'pino'
-import { ClientRegistry, Credentials, ScryptPool, hashSecret, verifySecret } from '../../src/auth/index.js'
+import { ClientRegistry, Credentials, LmdbClientStore, ScryptPool, hashSecret, verifySecret } from '../../src/auth/index.js'
 import { openState } from '../../src/state/index.js'
 
 /** A hasher that does real scrypt (libuv is fine in a unit test) and counts the checks. */
@@ -23,7 +23,7 @@ function countingHasher () {
 async function setup (t: Test, cacheTtlMs = 60_000) {
   const state = openState(t.testdir())
   t.teardown(() => state.close())
-  const clients = new ClientRegistry(state)
+  const clients = new ClientRegistry(new LmdbClientStore(state))
   const clock = { now: 0 }
   const hasher = countingHasher()
   const credentials = new Credentials(clients, { threads: 1, queue: 1, cacheTtlMs, hasher, now: () => clock.now })
@@ -54,7 +54,7 @@ t.test('a wrong secret is never cached: every miss costs a hash', async t => {
 t.test('a rotated secret invalidates what was cached for the old one', async t => {
   const { clients, credentials } = await setup(t)
   await credentials.authenticate('cam-1', 'right')
-  await clients.put({ ...clients.get('cam-1')!, client_secret_hash: await hashSecret('rotated') })
+  await clients.put({ ...(await clients.get('cam-1'))!, client_secret_hash: await hashSecret('rotated') })
   t.equal(await credentials.authenticate('cam-1', 'right'), undefined, 'the old secret no longer logs in')
   t.equal((await credentials.authenticate('cam-1', 'rotated'))?.client_id, 'cam-1')
 })

@@ -1,6 +1,6 @@
 import t, { type Test } from 'tap'
 import { SignJWT, generateKeyPair } from 'jose'
-import { KeyStore, TokenVerifier } from '../../src/auth/index.js'
+import { LmdbKeyVault, KeyStore, TokenVerifier } from '../../src/auth/index.js'
 import { openState } from '../../src/state/index.js'
 
 type SigningKey = Parameters<SignJWT['sign']>[0]
@@ -8,7 +8,7 @@ type SigningKey = Parameters<SignJWT['sign']>[0]
 async function setup (t: Test, clock = { now: Date.now() }) {
   const state = openState(t.testdir())
   t.teardown(() => state.close())
-  const keys = new KeyStore(state, { tokenTtlS: 3600, rotationS: 86400 })
+  const keys = new KeyStore(new LmdbKeyVault(state), { tokenTtlS: 3600, rotationS: 86400 })
   await keys.init()
   const verifier = new TokenVerifier(keys, { issuer: 'https://gw/', audiences: ['evidence-gateway'], now: () => clock.now })
   const sign = (claims: Record<string, unknown>, opts: { iss?: string, aud?: string, exp?: number, key?: SigningKey, kid?: string } = {}) =>

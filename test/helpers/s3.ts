@@ -15,9 +15,16 @@ export async function sha256Of (s3: S3Client, uri: string): Promise<string> {
   return hash.digest('hex')
 }
 
+/** The tenants' objects in `bucket`: without the documents a cluster keeps under `_gateway/` (claims, keys, heartbeats). */
 export async function objectKeys (s3: S3Client, bucket: string): Promise<string[]> {
   const res = await s3.send(new ListObjectsV2Command({ Bucket: bucket }))
-  return (res.Contents ?? []).map(o => o.Key!)
+  return (res.Contents ?? []).map(o => o.Key!).filter(k => !k.startsWith('_gateway/'))
+}
+
+/** The cluster's documents in `bucket`, relative to `_gateway/`. */
+export async function gatewayKeys (s3: S3Client, bucket: string, prefix = ''): Promise<string[]> {
+  const res = await s3.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: `_gateway/${prefix}` }))
+  return (res.Contents ?? []).map(o => o.Key!.slice('_gateway/'.length))
 }
 
 export async function openUploads (s3: S3Client, bucket: string): Promise<string[]> {

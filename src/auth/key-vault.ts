@@ -1,0 +1,105 @@
+import type { JWK } from 'jose'
+import type { Database } from 'lmdb'
+import type { SharedDocuments } from '../cluster/index.js'
+import type { StateStore } from '../state/index.js'
+
+export interface StoredKey {
+  kid: string
+  /**
+   * The rotation epoch the key was made for, counting up from 1: one key per
+   * epoch, the first written wins. Absent in keys of earlier versions.
+   */
+  epoch?: number
+  created_at: number
+  /** Written by earlier versions; retirement now follows from the next epoch's key. */
+  retired_at?: number
+  private_pem: string
+  public_jwk: JWK
+}
+
+/**
+ * Where the signing keys are kept: LMDB on a single node, S3 in a cluster.
+ * Every process sharing it signs with the newest key and publishes them all.
+ */
+export interface KeyVault {
+  /** Every stored key, oldest first. */
+  list(): Promise<StoredKey[]>
+  /** Stores `key` unless a key of its epoch exists (another process rotated first); true when stored. */
+  create(key: StoredKey & { epoch: number }): Promise<boolean>
+  remove(key: StoredKey): Promise<void>
+}
+
+/** Oldest first: by epoch (keys of earlier versions, without one, first), then by age. */
+export function byEpoch (keys: StoredKey[]): StoredKey[] {
+  return keys.sort((a, b) => (a.epoch ?? 0) - (b.epoch ?? 0) || a.created_at - b.created_at)
+}
+
+/** The keys in this node's LMDB (`auth-keys`), shared by the processes on DATA_DIR. */
+export class LmdbKeyVault implements KeyVault {
+  private readonly db: Database<StoredKey, string>
+
+  constructor (private readonly state: StateStore) {
+    this.db = state.openDB<StoredKey, string>({ name: 'auth-keys' })
+  }
+
+  async list (): Promise<StoredKey[]> {
+    return byEpoch([...this.db.getRange()].map(e => e.value))
+  }
+
+  async create (key: StoredKey & { epoch: number }): Promise<boolean> {
+    return this.state.transaction(() => {
+      for (const { value } of this.db.getRange()) if (value.epoch === key.epoch) return false
+      this.db.put(key.kid, key)
+      return true
+    })
+  }
+
+  async remove (key: StoredKey): Promise<void> {
+    await this.db.remove(key.kid)
+  }
+}
+
+const PREFIX = 'auth/keys/'
+
+/**
+ * The keys of a cluster: `_gateway/auth/keys/<epoch>.json` in S3, created
+ * with `If-None-Match: *`, so of the nodes that find a key due at once one
+ * writes the next epoch's key and the others adopt it. The epoch is
+ * zero-padded so that listing order is epoch order.
+ */
+export class SharedKeyVault implements KeyVault {
+  /** Keys read before, by document and version: a look every few seconds costs one listing. */
+  private readonly read = new Map<string, { etag: string, key: StoredKey }>()
+
+  constructor (private readonly documents: SharedDocuments) {}
+
+  async list (): Promise<StoredKey[]> {
+    const keys: StoredKey[] = []
+    const listed = await this.documents.list(PREFIX)
+    for (const { key, etag } of listed) {
+      let known = this.read.get(key)
+      if (known?.etag !== etag) {
+        const found = await this.documents.get<StoredKey>(key)
+        known = found === undefined ? undefined : { etag: found.etag, key: found.value }
+        if (known === undefined) this.read.delete(key)
+        else this.read.set(key, known)
+      }
+      if (known !== undefined) keys.push(known.key)
+    }
+    for (const key of this.read.keys()) if (!listed.some(l => l.key === key)) this.read.delete(key)
+    return byEpoch(keys)
+  }
+
+  async create (key: StoredKey & { epoch: number }): Promise<boolean> {
+    return await this.documents.create(this.path(key.epoch), key) !== undefined
+  }
+
+  /** Unconditional: every node prunes the same keys, by the same rule. */
+  async remove (key: StoredKey): Promise<void> {
+    if (key.epoch !== undefined) await this.documents.delete(this.path(key.epoch))
+  }
+
+  private path (epoch: number): string {
+    return `${PREFIX}${String(epoch).padStart(12, '0')}.json`
+  }
+}

@@ -1,0 +1,68 @@
+export interface Acknowledgment {
+  status: 'accepted'
+  event_id: string
+  media_count: number
+}
+
+/** One idempotency record, as both stores keep it. */
+export type ClaimRecord =
+  /** `owner`: the incarnation of the process storing the upload (absent in records of earlier versions). */
+  | { state: 'in_progress', started_at: number, owner?: string }
+  | { state: 'done', ack: Acknowledgment, expires_at: number }
+  /** A claim given up (the upload failed): free, like no record. Only the shared store writes it. */
+  | { state: 'released' }
+
+export type Claim =
+  | { kind: 'claimed' }
+  | { kind: 'replay', ack: Acknowledgment }
+  | { kind: 'in_progress' }
+
+/**
+ * A claim of an earlier version (no owner) held this long without finishing
+ * is taken to be dead and the id may be claimed again.
+ */
+export const STALE_IN_PROGRESS_MS = 15 * 60 * 1000
+
+/** What a request that found `record` does: replay it, take it, or ask whether `owner` still lives. */
+export type ClaimDecision =
+  | { kind: 'replay', ack: Acknowledgment }
+  | { kind: 'take' }
+  | { kind: 'held', owner: string }
+  | { kind: 'in_progress' }
+
+/**
+ * The rule both stores apply to an existing record: a completed, unexpired
+ * one is replayed; an expired or released one is free; one in progress is
+ * held for as long as its holder lives (the caller asks), or, in a record
+ * of an earlier version without a holder, for STALE_IN_PROGRESS_MS.
+ */
+export function decideClaim (record: ClaimRecord | undefined, now: number): ClaimDecision {
+  if (record === undefined || record.state === 'released') return { kind: 'take' }
+  if (record.state === 'done') return record.expires_at > now ? { kind: 'replay', ack: record.ack } : { kind: 'take' }
+  if (record.owner !== undefined) return { kind: 'held', owner: record.owner }
+  return now - record.started_at < STALE_IN_PROGRESS_MS ? { kind: 'in_progress' } : { kind: 'take' }
+}
+
+/**
+ * (tenant key, event_id) → in progress, or done with the acknowledgment to
+ * replay: in LMDB on a single node (IdempotencyStore), in S3 in a cluster
+ * (SharedClaims). Completing is two steps so each store can record it where
+ * it is atomic enough: LMDB in the transaction that commits the outbox entry,
+ * S3 once the envelope is published (or safe in the outbox).
+ */
+export interface IdempotencyClaims {
+  /** Claims the key, or says why not (a replay, or a request still running). */
+  claim(key: string): Promise<Claim>
+  /** Inside the LMDB transaction that writes the outbox entry. */
+  completeInTransaction(key: string, ack: Acknowledgment): void
+  /** After that transaction is on disk and the envelope published or left to the relay. */
+  complete(key: string, ack: Acknowledgment): Promise<void>
+  /** Frees a claim whose upload failed, so a retry is stored. */
+  release(key: string): Promise<void>
+  /** Drops what is expired or held by the dead; returns how many. */
+  sweep(): Promise<number>
+}
+
+export function claimKey (tenant: string, eventId: string): string {
+  return `${tenant}\u0000${eventId}`
+}
