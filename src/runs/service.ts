@@ -1,6 +1,6 @@
 import type { Logger } from 'pino'
 import { Gauge, type Registry } from 'prom-client'
-import type { FollowableBus } from '../bus/index.js'
+import { LocalBus, type FollowableBus } from '../bus/index.js'
 import type { Config } from '../config/index.js'
 import { type Reply, type RequestContext, type Route } from '../http/index.js'
 import { GatewayError } from '../errors.js'
@@ -73,7 +73,8 @@ export class HarnessService {
       hub: this.hub,
       manager: this.manager,
       outbox: this.outbox,
-      bus,
+      // Outside a cluster the processes that share runs share DATA_DIR, so its LMDB carries their requests (whatever BUS is).
+      bus: cluster || bus.kind === 'local' ? bus : new LocalBus(state),
       controlTopic: config.topicRunsControl,
       controlGroup: `${config.kafkaClientId}-control-${self.id}`,
       log: log.child({ component: 'runs' })
