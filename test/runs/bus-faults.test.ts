@@ -62,6 +62,8 @@ t.test('kill -9 with runs in flight: after the restart their ends are on TOPIC_R
   const env = { DATA_DIR: t.testdir(), BUS: 'kafka', KAFKA_BROKERS: brokers, TOPIC_RUNS: topic, ROLES: 'harness', KAFKA_TOPIC_PARTITIONS: '3' }
   const first = spawnGateway(t, ['start'], env)
   const base = `http://127.0.0.1:${(await first.waitFor('gateway listening'))['harnessPort']}`
+  // The topics exist before the kill: otherwise reading their end offsets below makes the broker create one, and it has no leader yet.
+  await eventually(async () => (await fetch(`${base}/health/ready`)).status, s => s === 200, 60_000)
   const start = async (body: object): Promise<string> => (await json(await fetch(`${base}/runs:start`, { method: 'POST', body: JSON.stringify(body) }))).run_id
   const long = await Promise.all(Array.from({ length: 4 }, () => start({ message: 'long', mode: 'echo', options: { steps: 1000, delay_ms: 20 } })))
   for (const id of long) await eventually(async () => json(await fetch(`${base}/runs/${id}`)), r => r.last_event_id >= 6)
