@@ -54,15 +54,17 @@ export async function startGateway (config: Config, log: Logger): Promise<Gatewa
   await bus.start()
   readiness.add('bus', () => bus.probe())
   const stoppers: Array<() => Promise<void> | void> = [() => incarnation.stop(), () => bus.close()]
-
   let authStores: AuthStores = { clients: new LmdbClientStore(state), keys: new LmdbKeyVault(state) }
   let sharedClaims: IdempotencyClaims | undefined
+  // Each node tells the others it lives by a heartbeat in S3 (claims and runs of a dead node are taken over).
+  let nodeAlive: ((incarnation: string) => Promise<boolean>) | undefined
   if (isCluster(config)) {
     const documents = new SharedDocuments(config)
     await documents.start()
     // Beating before anything is claimed: no claim of this node is ever held by an incarnation without a heartbeat.
     const nodes = new NodeHeartbeats(documents, incarnation.id, log.child({ component: 'heartbeat' }))
     await nodes.start()
+    nodeAlive = id => nodes.isAlive(id)
     // Stopped after everything that holds claims (stoppers run in reverse).
     stoppers.push(() => documents.stop(), () => nodes.stop())
     authStores = { clients: new SharedClientStore(documents), keys: new SharedKeyVault(documents) }
@@ -112,7 +114,7 @@ export async function startGateway (config: Config, log: Logger): Promise<Gatewa
 
   let harnessPort: number | undefined
   if (roles.has('harness')) {
-    const harness = new HarnessService(config, state, bus, log.child({ component: 'harness' }), registry)
+    const harness = new HarnessService(config, state, bus, log.child({ component: 'harness' }), incarnation, registry, nodeAlive && { isAlive: nodeAlive })
     await harness.start()
     stoppers.push(() => harness.stop())
     const server = new HttpServer({ ...http, name: 'harness', errors: 'harness' })

@@ -1,8 +1,9 @@
 import { Kafka, logLevel, Partitioners, type Producer, type Admin, type KafkaConfig, type LogEntry } from 'kafkajs'
 import type { Logger } from 'pino'
 import type { Config } from '../config/index.js'
-import type { Bus, BusMessage } from './types.js'
 import { installFastProduce } from './kafka-produce.js'
+import { KafkaSubscription } from './kafka-subscription.js'
+import type { BusMessage, FollowableBus, StoredMessage, Subscription, SubscribeOptions } from './types.js'
 
 /** While the bus is known to be down, how often it checks whether it is back. */
 const RECHECK_MS = 1000
@@ -34,7 +35,7 @@ const LEVELS: Record<number, 'error' | 'warn' | 'info' | 'debug'> = {
  * waiting for a deadline; while it is down the bus reconnects and probes
  * every second on its own, and the first success marks it up again.
  */
-export class KafkaBus implements Bus {
+export class KafkaBus implements FollowableBus {
   readonly kind = 'kafka'
   private readonly kafka: Kafka
   private readonly topics: string[]
@@ -67,7 +68,7 @@ export class KafkaBus implements Bus {
     }
     this.kafka = kafka ?? new Kafka(options)
     if (!installFastProduce()) log.warn('kafkajs is not the version its produce encoder was checked against: using its own, slower one')
-    this.topics = [config.topicTelemetry, config.topicEvidence, config.topicRuns]
+    this.topics = [config.topicTelemetry, config.topicEvidence, config.topicRuns, config.topicRunsControl]
   }
 
   /** Connects in the background: the gateway starts (not ready) while the broker is away. */
@@ -79,6 +80,11 @@ export class KafkaBus implements Bus {
     const run = this.tail.then(() => this.send(topic, messages))
     this.tail = run.catch(() => undefined)
     return run
+  }
+
+  /** A consumer group of its own on `topic`, started once the topics exist (the producer's connect makes them). */
+  subscribe (topic: string, options: SubscribeOptions, handler: (messages: StoredMessage[]) => Promise<void>): Subscription {
+    return new KafkaSubscription(this.kafka, topic, options, handler, () => this.connect(), this.log)
   }
 
   unavailable (): string | undefined {

@@ -1,6 +1,6 @@
 import type { Database } from 'lmdb'
 import type { StateStore } from '../state/index.js'
-import type { BusMessage, StoredMessage, TransactionalLog } from './types.js'
+import type { BusMessage, FollowableBus, StoredMessage, Subscription, SubscribeOptions, TransactionalLog } from './types.js'
 
 /** (topic, offset of the batch's last message) */
 type Key = [string, number]
@@ -8,6 +8,10 @@ type Entry = [key: string, value: string | Buffer, headers: Record<string, strin
 interface Batch { timestamp: number, messages: Entry[] }
 
 const LAST = Number.MAX_SAFE_INTEGER
+/** How often a subscription looks for messages other processes appended. */
+const POLL_MS = 50
+/** Messages handed to a subscriber at a time. */
+const POLL_BATCH = 500
 
 /**
  * The embedded bus: an append-only log per topic in LMDB, stored as record
@@ -23,7 +27,7 @@ const LAST = Number.MAX_SAFE_INTEGER
  *
  * (The `bus-log` database of earlier versions, one value per message, is not read.)
  */
-export class LocalBus implements TransactionalLog {
+export class LocalBus implements TransactionalLog, FollowableBus {
   readonly kind = 'local'
   readonly maxInFlight = 4
   private readonly db: Database<Batch, Key>
@@ -59,6 +63,51 @@ export class LocalBus implements TransactionalLog {
           if (--left === 0) return
         }
         offset++
+      }
+    }
+  }
+
+  /**
+   * Follows `topic` by reading the log every POLL_MS: appends of every
+   * process sharing DATA_DIR are seen, in offset order. The position is the
+   * subscription's own (in memory): it starts at the beginning or at the
+   * current end, whatever the group.
+   */
+  subscribe (topic: string, options: SubscribeOptions, handler: (messages: StoredMessage[]) => Promise<void>): Subscription {
+    let next = options.fromStart ? 0 : this.nextOffset(topic)
+    let stopped = false
+    let timer: NodeJS.Timeout | undefined
+    let waiters: Array<{ target: number, resolve: (ok: boolean) => void }> = []
+    const poll = async (): Promise<void> => {
+      timer = undefined
+      try {
+        while (!stopped) {
+          const messages = [...this.read(topic, next, POLL_BATCH)]
+          if (messages.length === 0) break
+          await handler(messages)
+          next = messages.at(-1)!.offset + 1
+        }
+      } catch {
+        // The handler reports its own failures; the batch is handed to it again at the next poll.
+      } finally {
+        waiters = waiters.filter(w => w.target > next || (w.resolve(true), false))
+        if (!stopped) timer = setTimeout(() => { void poll() }, POLL_MS).unref()
+      }
+    }
+    timer = setTimeout(() => { void poll() }, 0)
+    return {
+      caughtUp: timeoutMs => {
+        const target = this.nextOffset(topic)
+        if (next >= target) return Promise.resolve(true)
+        return new Promise(resolve => {
+          const timer = setTimeout(() => { waiters = waiters.filter(w => w !== waiter); resolve(false) }, timeoutMs)
+          const waiter = { target, resolve: (ok: boolean) => { clearTimeout(timer); resolve(ok) } }
+          waiters.push(waiter)
+        })
+      },
+      stop: async () => {
+        stopped = true
+        clearTimeout(timer)
       }
     }
   }

@@ -38,6 +38,31 @@ export interface Bus {
   close(): Promise<void>
 }
 
+/** A bus whose topics can also be followed (both buses are; writers that only publish need `Bus`). */
+export interface FollowableBus extends Bus {
+  /**
+   * Follows `topic`: `handler` gets its messages in order per key, a batch
+   * at a time, and the next batch only once it resolved. `group` names whose
+   * position it is (a restart resumes there; a new group starts at the
+   * beginning with `fromStart`, else at the end).
+   */
+  subscribe(topic: string, options: SubscribeOptions, handler: (messages: StoredMessage[]) => Promise<void>): Subscription
+}
+
+export interface SubscribeOptions {
+  group: string
+  fromStart: boolean
+}
+
+export interface Subscription {
+  /**
+   * Resolves true once every message the topic held when it was called has
+   * been handled, false when `timeoutMs` passed first.
+   */
+  caughtUp(timeoutMs: number): Promise<boolean>
+  stop(): Promise<void>
+}
+
 /**
  * A bus whose log lives in an LMDB environment (the local bus): an append
  * made inside a write transaction of that environment commits, or not,

@@ -23,4 +23,13 @@ export class RunHub {
     const set = this.subscribers.get(runId)
     if (set) for (const s of set) s(event)
   }
+
+  has (runId: string): boolean {
+    return this.subscribers.has(runId)
+  }
+
+  /** Runs that have subscribers now. */
+  runIds (): IterableIterator<string> {
+    return this.subscribers.keys()
+  }
 }

@@ -128,16 +128,17 @@ export class RunManager {
   }
 
   /**
-   * After a crash, runs that were in flight cannot be resumed safely (a mode
-   * may have half-done side effects), so each is failed with `interrupted`.
-   * Call before the relay starts: it publishes these ends with the rest.
+   * Runs of a process that died (`runIds`, claimed by the relay) that were
+   * in flight cannot be resumed safely (a mode may have half-done side
+   * effects), so each is failed with `interrupted`. Call before the relay
+   * takes them: it publishes these ends with the rest. Returns how many.
    */
-  async recover (): Promise<number> {
-    const ended = [...this.store.inFlight()].map(stale => {
-      const endedAt = new Date().toISOString()
-      const record: RunRecord = { ...stale, status: 'failed', ended_at: endedAt, error: INTERRUPTED, last_event_id: stale.last_event_id + 1 }
-      return this.store.append(record.run_id, lifecycleEvent(eventOwner(record.run_id, record.tenant_id), record, endedAt))
-    })
+  async recover (runIds: Iterable<string>): Promise<number> {
+    const ended: Array<Promise<boolean>> = []
+    for (const runId of runIds) {
+      const stale = this.store.get(runId)
+      if (stale && !isTerminal(stale.status) && !this.active.has(runId)) ended.push(this.store.append(runId, interruptedEnd(stale)))
+    }
     await Promise.all(ended)
     return ended.length
   }
@@ -253,6 +254,13 @@ function lifecycleEvent (owner: string, record: RunRecord, at: string): RunEvent
   const event = encodeEvent(owner, record.last_event_id, LIFECYCLE_EVENT[record.status], message, `{"status":"${record.status}"${extra},"run":${json}}`, at)
   event.record = json
   return event
+}
+
+/** The event that ends `stale` (a record as stored, in flight) as interrupted, next after its last event. */
+export function interruptedEnd (stale: RunRecord): RunEvent {
+  const endedAt = new Date().toISOString()
+  const record: RunRecord = { ...stale, status: 'failed', ended_at: endedAt, error: INTERRUPTED, last_event_id: stale.last_event_id + 1 }
+  return lifecycleEvent(eventOwner(record.run_id, record.tenant_id), record, endedAt)
 }
 
 function stop (run: ActiveRun): void {

@@ -1,7 +1,7 @@
 import type { Database } from 'lmdb'
 import type { Logger } from 'pino'
 import type { BusMessage } from '../bus/index.js'
-import type { StateStore } from '../state/index.js'
+import type { Owner, StateStore } from '../state/index.js'
 import type { RunStore } from './store.js'
 import type { RunEvent } from './types.js'
 
@@ -15,6 +15,8 @@ export interface OutboxOptions {
   /** The bus's readiness probe: tells a message the bus refuses from a bus that is away. */
   probe?: () => Promise<void>
   log: Logger
+  /** This process (whose runs it relays), and whether the holder of another run still lives. */
+  owner: Owner
   /** Runs held in memory; past it new runs are spilled to a marker and read back from LMDB later. */
   maxTrackedRuns?: number
   /** Events queued in memory; past it a run's further events are read back from its log when their turn comes. */
@@ -53,9 +55,6 @@ const MARKER_AFTER_MS = 1000
 const MARKER_STRIDE = 100
 const MIN_BACKOFF_MS = 100
 const MAX_BACKOFF_MS = 5000
-const WATERMARK = '!watermark'
-/** Run ids carry the wall clock: a restart looks this much before the watermark, for a clock stepped back since. */
-const CLOCK_SLACK_MS = 1000
 const SCHEMA = 'run-event@2'
 
 /**
@@ -63,18 +62,21 @@ const SCHEMA = 'run-event@2'
  * after it is committed to its run's log, in order per run, in batches, and
  * retried until the bus acknowledges it. Nothing extra is written per event.
  *
- * What has to survive a crash is which events are not yet acknowledged. A
- * run's marker (`run-outbox`, run_id → acknowledged-through id) records it for
- * a run pending longer than MARKER_AFTER_MS, and the watermark for the rest:
- * every pending run created before it has a marker. So a restart republishes,
- * from the log, each marked run after its marker and every run created since
- * the watermark from its start: at least once, never a gap. Short runs end
- * and are acknowledged long before a checkpoint would mark them, so with a
- * healthy bus they write nothing beyond their events (docs/harness.md,
- * Durability of run events).
+ * Each process relays the runs it owns (`run-owners`, run_id → incarnation,
+ * written when the run is created and removed once its end is acknowledged),
+ * so several processes may share DATA_DIR and each run still has one relay
+ * at a time. What has to survive a crash is which events are not yet
+ * acknowledged: the owner entry says the run has some, and a run's marker
+ * (`run-outbox`, run_id → acknowledged-through id), written for a run pending
+ * longer than MARKER_AFTER_MS, from where. A process that finds runs owned by
+ * a dead incarnation (`claim`, at start and every few seconds) takes them
+ * over in one transaction, so one process only, and republishes each from
+ * its marker, or from its start: at least once, never a gap
+ * (docs/harness.md, Durability of run events).
  */
 export class RunOutbox {
   private readonly db: Database<number, string>
+  private readonly owners: Database<string, string>
   private readonly maxTracked: number
   private readonly maxQueued: number
   private readonly tracked = new Map<string, Tracked>()
@@ -88,7 +90,6 @@ export class RunOutbox {
   /** Markers of runs not in memory may be waiting in `run-outbox`; scanning resumes after `spillCursor`. */
   private spilled = false
   private spillCursor = ''
-  private created = false
   private stopped = false
   private idle: (() => void) | undefined
   private refusals = 0
@@ -98,44 +99,63 @@ export class RunOutbox {
   dropped = 0
   lastError: string | undefined
 
-  constructor (state: StateStore, private readonly store: RunStore, private readonly options: OutboxOptions) {
+  constructor (private readonly state: StateStore, private readonly store: RunStore, private readonly options: OutboxOptions) {
     this.db = state.openDB<number, string>({ name: 'run-outbox' })
+    this.owners = state.openDB<string, string>({ name: 'run-owners', encoding: 'string' })
     this.maxTracked = options.maxTrackedRuns ?? MAX_TRACKED_RUNS
     this.maxQueued = options.maxQueuedEvents ?? MAX_QUEUED_EVENTS
   }
 
   /**
-   * Picks up what the last process left unacknowledged (call after runs in
-   * flight were ended, so their ends are in their logs) and starts relaying.
+   * Takes over, in one transaction (so no other process takes the same),
+   * the runs owned by incarnations that are gone: they may have events not
+   * yet acknowledged, or still be in flight. End those in flight, then hand
+   * them to `start` or `adopt`.
    */
-  start (): void {
-    const watermark = this.db.get(WATERMARK)
-    // Markers of finished runs are dropped in this loop; the scan below must not take those runs for unmarked ones.
-    const finished = new Set<string>()
-    for (const { key, value } of this.db.getRange()) {
-      if (key !== WATERMARK && !this.resume(key, value, true, true)) finished.add(key)
-    }
-    // No watermark: a new database, or a process that died before its first checkpoint; every run is a candidate.
-    const from = watermark === undefined ? undefined : `run-${timePrefix(watermark - CLOCK_SLACK_MS)}`
-    for (const runId of this.store.runIdsFrom(from)) {
-      if (!this.tracked.has(runId) && !finished.has(runId) && this.db.get(runId) === undefined) this.resume(runId, 0, false, true)
-    }
-    // Every pending run now has a marker, so the runs made from here on are all a crash could leave unmarked.
-    this.db.put(WATERMARK, Date.now())
+  async claim (): Promise<string[]> {
+    const self = this.options.owner
+    const claimed: string[] = []
+    // Asked once per incarnation: a live sibling may own thousands of pending runs.
+    const alive = new Map<string, boolean>([[self.id, true]])
+    await this.state.transaction(() => {
+      for (const { key, value } of this.owners.getRange()) {
+        let lives = alive.get(value)
+        if (lives === undefined) alive.set(value, lives = self.isAlive(value))
+        if (lives) continue
+        this.owners.put(key, self.id)
+        claimed.push(key)
+      }
+    })
+    return claimed
+  }
+
+  /** Starts relaying, first the runs `claim` took over (call after their ends are in their logs). */
+  start (claimed: readonly string[]): void {
+    this.adopt(claimed)
     this.checkpoints = setInterval(() => this.checkpoint(), CHECKPOINT_MS).unref()
     this.options.log.info({ runs: this.tracked.size, events: this.waiting }, 'run events left unpublished at the last stop are being published')
+  }
+
+  /** Publishes what is left of runs `claim` took over: each from its marker, or from its start. */
+  adopt (claimed: readonly string[]): void {
+    for (const runId of claimed) {
+      if (this.tracked.has(runId)) continue
+      const marker = this.db.get(runId)
+      this.resume(runId, marker ?? 0, marker !== undefined, true)
+    }
     this.flush()
   }
 
   /** A new run: its events will follow, in order. */
   track (runId: string, tenantId: string, createdAt: number): void {
-    this.created = true
+    // Queued before the run's first event, so it commits with it or before.
+    this.owners.put(runId, this.options.owner.id)
     if (this.tracked.size >= this.maxTracked) {
       this.db.put(runId, 0)
       this.spilled = true
       return
     }
-    this.tracked.set(runId, { runId, createdAt, headers: { 'client-id': tenantId, schema: SCHEMA }, acked: 0, queued: 0, stored: 0, terminal: 0, marker: -1 })
+    this.tracked.set(runId, { runId, createdAt, headers: { 'client-id': tenantId, schema: SCHEMA, owner: this.options.owner.id }, acked: 0, queued: 0, stored: 0, terminal: 0, marker: -1 })
   }
 
   /** An event of a tracked run, committed to its log; events of a run come in order. */
@@ -158,13 +178,13 @@ export class RunOutbox {
 
   /** Whether a run still has events to publish (retention keeps it). */
   holds (runId: string): boolean {
-    return this.tracked.has(runId) || this.db.get(runId) !== undefined
+    return this.owners.get(runId) !== undefined
   }
 
   /**
    * Shutdown: publishes what it can within `timeoutMs`, then records what is
-   * left (markers for every pending run, the watermark past now) so the next
-   * start publishes it, and nothing else.
+   * left (markers for every pending run) so that whoever claims these runs
+   * next publishes it, and nothing else.
    */
   async stop (timeoutMs: number): Promise<void> {
     if (this.waiting > 0) {
@@ -178,22 +198,20 @@ export class RunOutbox {
     this.stopped = true
     clearTimeout(this.timer)
     clearInterval(this.checkpoints)
-    for (const run of this.tracked.values()) {
-      if (run.marker !== run.acked) this.db.put(run.runId, run.acked)
-    }
-    // Every pending run now has a marker: past the slack, the next start scans no run again.
-    await this.db.put(WATERMARK, Date.now() + CLOCK_SLACK_MS)
+    const writes = [...this.tracked.values()].filter(run => run.marker !== run.acked).map(run => this.db.put(run.runId, run.acked))
+    await Promise.all(writes)
   }
 
   /**
-   * Takes a run found in LMDB (by its marker, or as created after the
-   * watermark) back into memory, marked, or drops its marker when everything
-   * of it was acknowledged (false). `counted`: its events are not yet in `waiting`.
+   * Takes a run this process owns back into memory (a claimed run, or one
+   * spilled to its marker), marked, or lets it go when everything of it was
+   * acknowledged (false). `counted`: its events are not yet in `waiting`.
    */
   private resume (runId: string, acked: number, marked: boolean, counted: boolean): boolean {
     const end = this.store.logEnd(runId)
     if (end.terminal && acked >= end.id) {
       if (marked) this.db.remove(runId)
+      this.owners.remove(runId)
       return false
     }
     if (counted) this.waiting += Math.max(0, end.id - acked)
@@ -203,7 +221,7 @@ export class RunOutbox {
       return true
     }
     const tenant = this.store.get(runId)?.tenant_id ?? ''
-    const run: Tracked = { runId, createdAt: 0, headers: { 'client-id': tenant, schema: SCHEMA }, acked, queued: acked, stored: end.id, terminal: end.terminal ? end.id : 0, marker: acked }
+    const run: Tracked = { runId, createdAt: 0, headers: { 'client-id': tenant, schema: SCHEMA, owner: this.options.owner.id }, acked, queued: acked, stored: end.id, terminal: end.terminal ? end.id : 0, marker: acked }
     this.tracked.set(runId, run)
     if (run.stored > run.queued) this.behind.add(run)
     return true
@@ -237,6 +255,7 @@ export class RunOutbox {
         this.tracked.delete(run.runId)
         this.behind.delete(run)
         if (run.marker >= 0) this.db.remove(run.runId)
+        this.owners.remove(run.runId)
       }
     }
     this.waiting -= batch.length
@@ -306,36 +325,24 @@ export class RunOutbox {
     for (const { key, value } of this.db.getRange({ start: this.spillCursor })) {
       if (this.tracked.size >= this.maxTracked * 0.9) return
       this.spillCursor = key
-      if (key !== WATERMARK && !this.tracked.has(key)) this.resume(key, value, true, false)
+      if (!this.tracked.has(key) && this.owners.get(key) === this.options.owner.id) this.resume(key, value, true, false)
     }
     this.spilled = false
     this.spillCursor = ''
   }
 
   /**
-   * Marks every run pending longer than MARKER_AFTER_MS, moves markers of long
-   * runs forward, and sets the watermark to the creation time of the oldest
-   * run still without a marker: runs created before it are all marked.
+   * Marks every run pending longer than MARKER_AFTER_MS and moves markers of
+   * long runs forward, so a takeover republishes less; a run without one is
+   * republished from its start.
    */
   private checkpoint (): void {
-    if (!this.created && this.tracked.size === 0) return
-    this.created = false
-    const now = Date.now()
-    const horizon = now - MARKER_AFTER_MS
-    let watermark = now
+    const horizon = Date.now() - MARKER_AFTER_MS
     for (const run of this.tracked.values()) {
       if (run.marker < 0 ? run.createdAt < horizon : run.acked - run.marker >= MARKER_STRIDE) {
         this.db.put(run.runId, run.acked)
         run.marker = run.acked
       }
-      if (run.marker < 0 && run.createdAt < watermark) watermark = run.createdAt
     }
-    this.db.put(WATERMARK, watermark)
   }
-}
-
-/** The first 12 hex digits of a UUIDv7 made at `ms`, with its dash: every run created at or after `ms` sorts at or after it. */
-function timePrefix (ms: number): string {
-  const hex = Math.max(0, Math.floor(ms)).toString(16).padStart(12, '0')
-  return `${hex.slice(0, 8)}-${hex.slice(8)}`
 }

@@ -1,17 +1,20 @@
 import type { Logger } from 'pino'
 import { Gauge, type Registry } from 'prom-client'
-import type { Bus } from '../bus/index.js'
+import { LocalBus, type FollowableBus } from '../bus/index.js'
 import type { Config } from '../config/index.js'
 import { type Reply, type RequestContext, type Route } from '../http/index.js'
 import { GatewayError } from '../errors.js'
-import type { StateStore } from '../state/index.js'
+import type { Owner, StateStore } from '../state/index.js'
 import { isStorageId } from '../validation/index.js'
 import { followRun } from './follow.js'
 import { HarnessGate } from './gate.js'
 import { RunHub } from './hub.js'
+import { isRunId } from './ids.js'
 import { RunManager } from './manager.js'
 import { builtInModes, DEFAULT_MODE } from './modes/index.js'
 import { RunOutbox } from './outbox.js'
+import { RemoteRuns } from './remote.js'
+import { RunReplica } from './replica.js'
 import { parseLastEventId, parseRunRequest, requireJsonBody } from './request.js'
 import { SseStream } from './sse.js'
 import { RunStore } from './store.js'
@@ -22,18 +25,36 @@ const KEY_RETRY_MIN_MS = 250
 const KEY_RETRY_MAX_MS = 10_000
 /** Shorter than readiness's own limit, so a bus that does not answer is reported with what waits for it. */
 const BUS_PROBE_MS = 1500
+/** How long a read of a run this node does not have waits for the log of runs to be read to its end. */
+const MISS_WAIT_MS = 2000
 
-/** The run harness on HARNESS_PORT: the gate, the run manager, SSE, the bus relay, recovery and retention. */
+/** This process among those sharing DATA_DIR (src/state/incarnation.ts). */
+export interface HarnessProcess extends Owner {
+  knows(id: string): boolean
+}
+
+/** In a cluster (BUS=kafka, STORAGE=s3): whether another node's incarnation is alive (its heartbeat). */
+export interface HarnessCluster {
+  isAlive(id: string): Promise<boolean>
+}
+
+/**
+ * The run harness on HARNESS_PORT: the gate, the run manager, SSE, the bus
+ * relay, recovery and retention; runs of the other processes on DATA_DIR
+ * (RemoteRuns) and, in a cluster, of the other nodes (RunReplica).
+ */
 export class HarnessService {
   private readonly manager: RunManager
   private readonly hub = new RunHub()
   private readonly store: RunStore
   private readonly outbox: RunOutbox
   private readonly gate: HarnessGate
+  private readonly remote: RemoteRuns
+  private readonly replica: RunReplica | undefined
   private keysLoaded: boolean
   private timers: NodeJS.Timeout[] = []
 
-  constructor (private readonly config: Config, state: StateStore, private readonly bus: Bus, private readonly log: Logger, registry?: Registry) {
+  constructor (private readonly config: Config, state: StateStore, private readonly bus: FollowableBus, private readonly log: Logger, self: HarnessProcess, registry?: Registry, cluster?: HarnessCluster) {
     this.store = new RunStore(state)
     this.gate = new HarnessGate({ enabled: config.svcHarnessAuthEnabled, issuer: config.idpIssuer, jwksUrl: config.idpJwksUrl, audience: config.idpRs256Audience, tenantAssertionSecret: config.harnessTenantAssertionSecret })
     this.keysLoaded = !config.svcHarnessAuthEnabled
@@ -42,10 +63,33 @@ export class HarnessService {
       lingerMs: config.harnessPublishLingerMs,
       publish: messages => bus.publish(config.topicRuns, messages),
       probe: () => bus.probe(),
-      log: log.child({ component: 'run-outbox' })
+      log: log.child({ component: 'run-outbox' }),
+      owner: self
     })
     const modes = builtInModes({ url: config.harnessLlmUrl, model: config.harnessLlmModel, apiKey: config.harnessLlmApiKey })
     this.manager = new RunManager(this.store, this.hub, modes, this.outbox, log.child({ component: 'runs' }))
+    this.remote = new RemoteRuns({
+      store: this.store,
+      hub: this.hub,
+      manager: this.manager,
+      outbox: this.outbox,
+      // Outside a cluster the processes that share runs share DATA_DIR, so its LMDB carries their requests (whatever BUS is).
+      bus: cluster || bus.kind === 'local' ? bus : new LocalBus(state),
+      controlTopic: config.topicRunsControl,
+      controlGroup: `${config.kafkaClientId}-control-${self.id}`,
+      log: log.child({ component: 'runs' })
+    })
+    this.replica = cluster && new RunReplica({
+      state,
+      store: this.store,
+      bus,
+      topic: config.topicRuns,
+      clientId: config.kafkaClientId,
+      self: self.id,
+      isLocal: id => self.knows(id),
+      isAlive: id => cluster.isAlive(id),
+      log: log.child({ component: 'run-replica' })
+    })
     if (registry) {
       const outbox = this.outbox
       new Gauge({ name: 'harness_run_events_waiting', help: 'Run events stored but not yet acknowledged by the bus', registers: [registry], collect () { this.set(outbox.waiting) } })
@@ -54,9 +98,12 @@ export class HarnessService {
   }
 
   async start (): Promise<void> {
-    const interrupted = await this.manager.recover()
+    const claimed = await this.outbox.claim()
+    const interrupted = await this.manager.recover(claimed)
     if (interrupted > 0) this.log.warn({ interrupted }, 'runs in flight at the last stop were marked failed (interrupted)')
-    this.outbox.start()
+    this.outbox.start(claimed)
+    this.remote.start()
+    await this.replica?.start()
     await this.sweep()
     this.timers.push(setInterval(() => { this.sweep().catch(err => this.log.error({ err }, 'run retention sweep failed')) }, RETENTION_SWEEP_MS).unref())
     if (!this.keysLoaded) this.loadKeys()
@@ -64,6 +111,8 @@ export class HarnessService {
 
   async stop (): Promise<void> {
     for (const t of this.timers) clearInterval(t)
+    await this.remote.stop()
+    await this.replica?.stop()
     await this.manager.drain()
     await this.outbox.stop(this.config.shutdownTimeoutMs)
   }
@@ -143,7 +192,9 @@ export class HarnessService {
   private async owned (ctx: RequestContext): Promise<RunRecord> {
     const tenant = await this.gate.tenant(ctx.headers)
     const id = ctx.params['id']!
-    const record = isStorageId(id) ? this.manager.get(id) : undefined
+    let record = isStorageId(id) ? this.manager.get(id) : undefined
+    // Read-your-writes across nodes: a run started on another node a moment ago may not be in this cache yet.
+    if (!record && this.replica && isRunId(id) && await this.replica.caughtUp(MISS_WAIT_MS)) record = this.manager.get(id)
     if (!record) throw new GatewayError('not_found', 'run_not_found')
     if (record.tenant_id !== tenant) throw new GatewayError('forbidden', 'cross_tenant_replay:run')
     return record
@@ -155,9 +206,24 @@ export class HarnessService {
 
   private async cancel (ctx: RequestContext): Promise<Reply> {
     const record = await this.owned(ctx)
-    const cancelled = await this.manager.cancel(record.run_id)
-    if (!cancelled) throw new GatewayError('conflict', `run_not_in_flight:${record.status}`)
+    if (isTerminal(record.status)) throw new GatewayError('conflict', `run_not_in_flight:${record.status}`)
+    const cancelled = await this.manager.cancel(record.run_id) ?? await this.cancelElsewhere(record)
+    if (cancelled.status !== 'cancelled') throw new GatewayError('conflict', `run_not_in_flight:${cancelled.status}`)
     return this.withEvents(200, cancelled)
+  }
+
+  /**
+   * A run this process does not execute: its owner (another process on
+   * DATA_DIR, another node) is asked to cancel it, and the answer waits until
+   * its end is in this process's store. 503 when it did not come in time: the
+   * request stands, and a retry answers once it has.
+   */
+  private async cancelElsewhere (record: RunRecord): Promise<RunRecord> {
+    const local = this.manager.get(record.run_id)
+    if (local && isTerminal(local.status)) return local
+    const ended = await this.remote.cancel(record)
+    if (!ended) throw new GatewayError('overloaded', 'run_cancel_pending', { headers: { 'retry-after': '1' } })
+    return ended
   }
 
   /** No skills are installed: the origin client's `skills.list()` gets the empty list, for any `tenant` it names. */
@@ -183,7 +249,8 @@ export class HarnessService {
     const after = parseLastEventId(ctx.headers['last-event-id'])
     if (!ctx.live) return undefined
     const sse = new SseStream(ctx, record.run_id, this.config.harnessSseBuffer, this.config.harnessHeartbeatMs, after)
-    followRun(sse, record.run_id, after, { store: this.store, hub: this.hub, isActive: id => this.manager.isActive(id) }).catch(err => {
+    this.remote.watch(record.run_id)
+    followRun(sse, record.run_id, after, { store: this.store, hub: this.hub, isActive: id => this.remote.isActive(id) }).catch(err => {
       this.log.error({ err, runId: record.run_id }, 'run stream failed')
       sse.end()
     })

@@ -86,3 +86,35 @@ t.test('two processes appending to one DATA_DIR interleave whole batches, offset
   const mixed = Array.from({ length: 100 }, (_, b) => read.slice(3 * b, 3 * b + 3)).filter(batch => new Set(batch.map(m => m.key)).size !== 1)
   t.same(mixed, [], 'every batch is whole')
 })
+
+t.test('a subscription gets what is appended after it started (or everything, from the start), in order; caughtUp waits for the end', async t => {
+  const { bus } = open(t)
+  await bus.publish('a', [msg(0), msg(1)])
+  const fromEnd: number[] = []
+  const fromStart: number[] = []
+  const later = bus.subscribe('a', { group: 'g', fromStart: false }, async ms => { fromEnd.push(...ms.map(m => m.offset)) })
+  const all = bus.subscribe('a', { group: 'g', fromStart: true }, async ms => { fromStart.push(...ms.map(m => m.offset)) })
+  t.teardown(async () => { await later.stop(); await all.stop() })
+  for (let i = 2; i < 1200; i += 3) await bus.publish('a', [msg(i), msg(i + 1), msg(i + 2)])
+  await bus.publish('b', [msg(0)])
+  t.equal(await all.caughtUp(10_000), true)
+  t.equal(await later.caughtUp(10_000), true)
+  t.same(fromStart, Array.from({ length: 1202 }, (_, i) => i), 'from the start: every message once, in order')
+  t.same(fromEnd, Array.from({ length: 1200 }, (_, i) => i + 2), 'from the end: what came after, once, in order')
+})
+
+t.test('a batch whose handler fails is handed again; caughtUp is false until it is taken', async t => {
+  const { bus } = open(t)
+  let fail = true
+  const seen: number[] = []
+  const sub = bus.subscribe('a', { group: 'g', fromStart: true }, async ms => {
+    if (fail) throw new Error('not now')
+    seen.push(...ms.map(m => m.offset))
+  })
+  t.teardown(() => sub.stop())
+  await bus.publish('a', [msg(0), msg(1)])
+  t.equal(await sub.caughtUp(200), false, 'not handled while the handler fails')
+  fail = false
+  t.equal(await sub.caughtUp(10_000), true)
+  t.same(seen, [0, 1])
+})

@@ -70,12 +70,12 @@ t.test('recovery after steps: a run left in flight ends failed (interrupted) wit
   await store.append('run-x', lifecycle(queued, 'run.queued'))
   await store.append('run-x', lifecycle(running, 'run.started'))
   for (let id = 3; id <= 7; id++) await store.append('run-x', encodeEvent(eventOwner('run-x', 'acme'), id, 'echo.step', 'step', JSON.stringify({ step: id - 2 }), at))
-  t.equal(await manager.recover(), 1)
+  t.equal(await manager.recover(['run-x']), 1)
   t.match(store.get('run-x'), { status: 'failed', error: { code: 'interrupted' }, started_at: running.started_at, conversation_id: 'c', last_event_id: 8 })
   const events = [...store.eventsAfter('run-x')]
   t.same(events.map(e => e.id), [1, 2, 3, 4, 5, 6, 7, 8])
   t.match(JSON.parse(events.at(-1)!.json), { type: 'run.failed', message: /^Run failed: the process stopped/, data: { status: 'failed', reason: 'interrupted', error: 'interrupted', run: { status: 'failed', last_event_id: 8 } } }, 'the terminal event carries the record')
-  t.equal(await manager.recover(), 0, 'nothing is left in flight')
+  t.equal(await manager.recover(['run-x']), 0, 'nothing is left in flight')
 })
 
 t.test('a run whose last event cannot be stored still ends, so waiters and shutdown do not hang', async t => {

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto'
 import t from 'tap'
 import pino from 'pino'
 import type { BusMessage } from '../../src/bus/index.js'
@@ -36,16 +37,28 @@ function fakeBus () {
   return bus
 }
 
-/** A harness process on `state`: its store, relay and manager; `crash` drops it without any shutdown. */
+/**
+ * A harness process on `state`: its store, relay and manager. It takes every
+ * other process on `state` for dead, as a process started after another
+ * one's crash (or stop) does.
+ */
 function process (state: StateStore, bus: ReturnType<typeof fakeBus>, options: Partial<OutboxOptions> = {}) {
   const store = new RunStore(state)
-  const outbox = new RunOutbox(state, store, { maxBatch: 50, lingerMs: 2, publish: m => bus.publish(m), probe: () => bus.probe(), log, ...options })
+  const id = randomUUID()
+  const outbox = new RunOutbox(state, store, { maxBatch: 50, lingerMs: 2, publish: m => bus.publish(m), probe: () => bus.probe(), log, owner: { id, isAlive: other => other === id }, ...options })
   // `hang` starts and never ends: a run in flight when its process dies.
   const hang: Mode = async ({ signal }) => { await new Promise(resolve => signal.addEventListener('abort', resolve)) }
   const manager = new RunManager(store, new RunHub(), new Map<string, Mode>([['echo', echo], ['hang', hang]]), outbox, log)
   const run = (steps: number, delay = 0, message = 'm') => manager.start({ tenant: 'acme', mode: 'echo', message, options: { steps, delay_ms: delay }, conversationId: null })
   const hung = () => manager.start({ tenant: 'acme', mode: 'hang', message: 'm', options: {}, conversationId: null })
-  return { store, outbox, manager, run, hung }
+  /** As the service starts: claims the runs of dead processes, ends those in flight, relays. Resolves with how many it ended. */
+  const start = async (): Promise<number> => {
+    const claimed = await outbox.claim()
+    const ended = await manager.recover(claimed)
+    outbox.start(claimed)
+    return ended
+  }
+  return { id, store, outbox, manager, run, hung, start }
 }
 
 /** Per run, the ids of its messages in the order they were taken. */
@@ -62,7 +75,7 @@ function byRun (messages: BusMessage[]): Map<string, string[]> {
 const dense = (n: number): string[] => Array.from({ length: n }, (_, i) => String(i + 1))
 
 function markers (state: StateStore): string[] {
-  return [...state.openDB<number, string>({ name: 'run-outbox' }).getKeys()].filter(k => k !== '!watermark')
+  return [...state.openDB<number, string>({ name: 'run-outbox' }).getKeys()]
 }
 
 t.test('every event of every run is published once, in order per run, in batches; short runs leave no marker', async t => {
@@ -70,7 +83,7 @@ t.test('every event of every run is published once, in order per run, in batches
   t.teardown(() => state.close())
   const bus = fakeBus()
   const p = process(state, bus)
-  p.outbox.start()
+  await p.start()
   const runs = await Promise.all(Array.from({ length: 40 }, () => p.run(3)))
   await Promise.all(runs.map(r => p.manager.waitForEnd(r.run_id, 10_000)))
   await eventually(async () => p.outbox.waiting, n => n === 0)
@@ -78,9 +91,11 @@ t.test('every event of every run is published once, in order per run, in batches
   t.equal(bus.taken.length, 40 * 6)
   for (const r of runs) t.same(published.get(r.run_id), dense(6), `${r.run_id}: 1..6`)
   t.ok(bus.calls < 40 * 6 / 2, `batched: ${bus.calls} publishes for ${bus.taken.length} events`)
-  t.same(bus.taken[0]!.headers, { 'client-id': 'acme', schema: 'run-event@2' })
+  t.same(bus.taken[0]!.headers, { 'client-id': 'acme', schema: 'run-event@2', owner: p.id })
   await p.outbox.stop(1000)
   t.same(markers(state), [], 'nothing is left for a restart')
+  await eventually(async () => [...state.openDB<string, string>({ name: 'run-owners', encoding: 'string' }).getKeys()], k => k.length === 0)
+  t.same([...state.openDB<string, string>({ name: 'run-owners', encoding: 'string' }).getKeys()], [], 'nor any owner entry: every run is out')
 })
 
 t.test('while the bus is down events wait, are retried, and go out once, in order, when it is back', async t => {
@@ -88,7 +103,7 @@ t.test('while the bus is down events wait, are retried, and go out once, in orde
   t.teardown(() => state.close())
   const bus = fakeBus()
   const p = process(state, bus)
-  p.outbox.start()
+  await p.start()
   bus.down = true
   const runs = await Promise.all(Array.from({ length: 20 }, () => p.run(5)))
   await Promise.all(runs.map(r => p.manager.waitForEnd(r.run_id, 10_000)))
@@ -110,7 +125,7 @@ t.test('shutdown with the bus down: what is left is published by the next proces
   t.teardown(() => state.close())
   const bus = fakeBus()
   const first = process(state, bus)
-  first.outbox.start()
+  await first.start()
   const early = await first.run(2)
   await first.manager.waitForEnd(early.run_id, 10_000)
   await eventually(async () => first.outbox.waiting, n => n === 0)
@@ -124,7 +139,7 @@ t.test('shutdown with the bus down: what is left is published by the next proces
 
   bus.down = false
   const second = process(state, bus)
-  second.outbox.start()
+  await second.start()
   await eventually(async () => second.outbox.waiting, n => n === 0)
   const published = byRun(bus.taken)
   t.same(published.get(early.run_id), dense(5), 'the run published before the outage is not published again')
@@ -136,28 +151,27 @@ t.test('shutdown with the bus down: what is left is published by the next proces
   t.same(markers(state), [])
 })
 
-t.test('a crash (no shutdown) with the bus down: runs marked by a checkpoint and runs made after it are all published by the next process', async t => {
+t.test('a crash (no shutdown) with the bus down: runs marked by a checkpoint and runs not marked are all published by the next process', async t => {
   const state = openState(t.testdir())
   t.teardown(() => state.close())
   const deadBus = fakeBus()
   deadBus.down = true
   const first = process(state, deadBus)
-  first.outbox.start()
+  await first.start()
   const old = await Promise.all(Array.from({ length: 5 }, () => first.run(2)))
   const inFlight = await first.hung()
   await eventually(async () => markers(state).length, n => n === 6, 10_000, 50)
-  const watermark = state.openDB<number, string>({ name: 'run-outbox' }).get('!watermark')!
-  t.ok(watermark > Date.parse(inFlight.created_at), 'a checkpoint marked the runs pending past a second and moved the watermark past them')
   const recent = await Promise.all(Array.from({ length: 5 }, () => first.run(2)))
   await Promise.all(recent.map(r => first.manager.waitForEnd(r.run_id, 10_000)))
-  t.notOk(recent.some(r => markers(state).includes(r.run_id)), 'the runs made since are not marked: the watermark covers them')
+  t.notOk(recent.some(r => markers(state).includes(r.run_id)), 'the runs made since are not marked: their owner entries cover them')
+  const owners = state.openDB<string, string>({ name: 'run-owners', encoding: 'string' })
+  t.ok([...old, inFlight, ...recent].every(r => owners.get(r.run_id) !== undefined), 'every run with events waiting has its owner entry')
   // From here the first process is treated as dead: no drain, no stop. (It
   // lingers in this test process; its bus stays down, so it publishes nothing.)
 
   const bus = fakeBus()
   const second = process(state, bus)
-  t.equal(await second.manager.recover(), 1, 'the run in flight is ended')
-  second.outbox.start()
+  t.equal(await second.start(), 1, 'the run in flight is ended')
   await eventually(async () => second.outbox.waiting, n => n === 0)
   const published = byRun(bus.taken)
   for (const r of [...old, ...recent]) t.same(published.get(r.run_id), dense(5), `${r.run_id}: all, once`)
@@ -175,7 +189,7 @@ t.test('a crash before the first checkpoint: the runs of the dead process are pu
   const deadBus = fakeBus()
   deadBus.down = true
   const first = process(state, deadBus)
-  first.outbox.start()
+  await first.start()
   const runs = await Promise.all(Array.from({ length: 5 }, () => first.run(2)))
   for (const r of runs) await first.manager.waitForEnd(r.run_id, 10_000)
   const inFlight = await first.hung()
@@ -183,8 +197,7 @@ t.test('a crash before the first checkpoint: the runs of the dead process are pu
   t.same(markers(state), [], 'no checkpoint has marked anything yet')
   const bus = fakeBus()
   const second = process(state, bus)
-  t.equal(await second.manager.recover(), 1)
-  second.outbox.start()
+  t.equal(await second.start(), 1)
   await eventually(async () => second.outbox.waiting, n => n === 0)
   const published = byRun(bus.taken)
   for (const r of runs) t.same(published.get(r.run_id), dense(5), `${r.run_id}: all, once`)
@@ -199,7 +212,7 @@ t.test('past its memory bounds the relay spills to LMDB and still publishes ever
   t.teardown(() => state.close())
   const bus = fakeBus()
   const p = process(state, bus, { maxTrackedRuns: 4, maxQueuedEvents: 10, maxBatch: 7 })
-  p.outbox.start()
+  await p.start()
   bus.down = true
   const runs = await Promise.all(Array.from({ length: 30 }, () => p.run(6)))
   await Promise.all(runs.map(r => p.manager.waitForEnd(r.run_id, 10_000)))
@@ -220,7 +233,7 @@ t.test('an event too large for the bus, refused while it takes others, is skippe
   const bus = fakeBus()
   bus.refuse = 1024 * 1024
   const p = process(state, bus)
-  p.outbox.start()
+  await p.start()
   const small = await Promise.all(Array.from({ length: 10 }, () => p.run(3)))
   // 64 KiB of a control character: 384 KiB once escaped as JSON, three times in the end's record.
   const big = await p.run(2, 0, '\u0001'.repeat(64 * 1024))
@@ -240,7 +253,7 @@ t.test('nothing is skipped while the bus is away, nor an event of ordinary size 
   t.teardown(() => state.close())
   const bus = fakeBus()
   const p = process(state, bus)
-  p.outbox.start()
+  await p.start()
   bus.down = true
   const big = await p.run(1, 0, '\u0001'.repeat(64 * 1024))
   await p.manager.waitForEnd(big.run_id, 10_000)
@@ -260,4 +273,41 @@ t.test('nothing is skipped while the bus is away, nor an event of ordinary size 
   t.equal(p.outbox.dropped, 0)
   t.same(byRun(bus.taken).get(small.run_id), dense(4))
   await p.outbox.stop(1000)
+})
+
+t.test('processes sharing DATA_DIR: each relays its own runs; only a dead process\'s runs are claimed, by one process, and published', async t => {
+  const state = openState(t.testdir())
+  t.teardown(() => state.close())
+  const alive = new Set(['a', 'b', 'c'])
+  const owner = (id: string) => ({ owner: { id, isAlive: (other: string) => alive.has(other) } })
+  const bus = fakeBus()
+  const deadBus = fakeBus()
+  deadBus.down = true
+  const a = process(state, deadBus, owner('a'))
+  const b = process(state, bus, owner('b'))
+  const c = process(state, bus, owner('c'))
+  for (const p of [a, b, c]) await p.start()
+  const ofA = await Promise.all(Array.from({ length: 3 }, () => a.run(2)))
+  const hungA = await a.hung()
+  const ofB = await Promise.all(Array.from({ length: 3 }, () => b.run(2)))
+  await Promise.all(ofB.map(r => b.manager.waitForEnd(r.run_id, 10_000)))
+  await eventually(async () => b.outbox.waiting, n => n === 0)
+  t.same([await b.outbox.claim(), await c.outbox.claim()], [[], []], 'nothing is claimed while its owner lives')
+  t.same([...byRun(bus.taken).keys()].sort(), ofB.map(r => r.run_id).sort(), 'b published its own runs, and none of a\'s')
+
+  alive.delete('a')
+  const [byB, byC] = await Promise.all([b.outbox.claim(), c.outbox.claim()])
+  t.same([...byB, ...byC].sort(), [...ofA, hungA].map(r => r.run_id).sort(), 'a\'s runs are claimed once, by one of them')
+  const taker = byB.length > 0 ? b : c
+  t.equal(await taker.manager.recover([...byB, ...byC]), 1, 'its run in flight is ended')
+  taker.outbox.adopt([...byB, ...byC])
+  await eventually(async () => taker.outbox.waiting, n => n === 0)
+  const published = byRun(bus.taken)
+  for (const r of ofA) t.same(published.get(r.run_id), dense(5), `${r.run_id}: all, once`)
+  t.same(published.get(hungA.run_id), dense(3), 'and the end of the run in flight')
+  const takerId = taker === b ? 'b' : 'c'
+  t.same(bus.taken.filter(m => m.key === hungA.run_id).map(m => m.headers['owner']), [takerId, takerId, takerId], 'published under the taker\'s name')
+  for (const p of [b, c]) await p.outbox.stop(1000)
+  await a.manager.drain()
+  await a.outbox.stop(0)
 })

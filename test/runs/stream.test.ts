@@ -81,7 +81,7 @@ async function harness (t: { testdir: () => string, teardown: (fn: () => unknown
   const dir = t.testdir()
   const config = loadConfig({ DATA_DIR: dir, LOG_LEVEL: 'silent', ...env })
   const state = openState(dir)
-  const service = new HarnessService(config, state, new LocalBus(state), pino({ level: 'silent' }))
+  const service = new HarnessService(config, state, new LocalBus(state), pino({ level: 'silent' }), { id: 'self', isAlive: () => true, knows: id => id === 'self' })
   await service.start()
   t.teardown(async () => { await service.stop(); await state.close() })
   const routes = new Map(service.routes().map(r => [`${r.method} ${r.path}`, r] as [string, Route]))
