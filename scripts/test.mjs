@@ -35,7 +35,7 @@ for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => { down(); p
 let code = 1
 let summary = { pass: 0, fail: 0, skip: 0 }
 try {
-  run('npx', ['tsc', '-p', 'tsconfig.json'])
+  run('npm', ['run', 'build'])
   run('npx', ['tsc', '-p', 'test/tsconfig.json'])
   const env = { ...process.env }
   if (skipInfra) {

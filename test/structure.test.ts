@@ -18,7 +18,7 @@ const LAYERS: ReadonlyArray<readonly string[]> = [
   ['bus'],
   ['http'],
   ['ops', 'auth'],
-  ['telemetry', 'evidence', 'runs', 'frontdoor'],
+  ['telemetry', 'evidence', 'runs', 'frontdoor', 'console'],
   ['main.ts'],
   ['cli']
 ]

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino'
-import { Gauge, type Registry } from 'prom-client'
+import { Counter, Gauge, type Registry } from 'prom-client'
 import type { TokenVerifier } from '../auth/index.js'
 import type { Bus } from '../bus/index.js'
 import type { Config } from '../config/index.js'
@@ -36,6 +36,8 @@ export class EvidenceService {
   private sweeper: NodeJS.Timeout | undefined
   /** Requests being served, by the controller that aborts their upload. */
   private readonly running = new Map<AbortController, Promise<unknown>>()
+  private readonly accepted: Counter
+  private readonly acceptedBytes: Counter
 
   constructor (
     private readonly config: Config,
@@ -55,6 +57,8 @@ export class EvidenceService {
     new Gauge({ name: 'evidence_outbox_backlog', help: 'Envelopes accepted but not yet acknowledged by the bus', registers: [registry], collect () { this.set(outbox.backlog) } })
     new Gauge({ name: 'evidence_outbox_oldest_age_seconds', help: 'Age of the oldest unpublished envelope', registers: [registry], collect () { this.set(outbox.oldestAgeMs() / 1000) } })
     storageMetrics(store, registry)
+    this.accepted = new Counter({ name: 'evidence_uploads_total', help: 'Uploads accepted (202), idempotent replays not counted', registers: [registry] })
+    this.acceptedBytes = new Counter({ name: 'evidence_media_bytes_total', help: 'Bytes of media in accepted uploads', registers: [registry] })
   }
 
   start (): void {
@@ -144,6 +148,8 @@ export class EvidenceService {
       await this.state.flushed
       claimKey = undefined
       this.outbox.notify()
+      this.accepted.inc()
+      this.acceptedBytes.inc(media.reduce((n, m) => n + m.size, 0))
       return { status: 202, body: ack }
     } catch (err) {
       // A failed body (size limit) is the real cause of whatever failed after it.

@@ -1,3 +1,4 @@
+import { Counter, type Registry } from 'prom-client'
 import type { TokenClaims, TokenVerifier } from '../auth/index.js'
 import { MicroBatcher, type Bus } from '../bus/index.js'
 import type { Config } from '../config/index.js'
@@ -20,8 +21,10 @@ function busUnavailable (reason: string): GatewayError {
 /** `POST /v1/asset/track`: authenticate, validate, batch onto the bus, answer on acknowledgment. */
 export class TelemetryService {
   private readonly batcher: MicroBatcher
+  private readonly published: Counter | undefined
 
-  constructor (private readonly config: Config, bus: Bus, private readonly verifier: TokenVerifier) {
+  constructor (private readonly config: Config, bus: Bus, private readonly verifier: TokenVerifier, registry?: Registry) {
+    this.published = registry && new Counter({ name: 'telemetry_records_total', help: 'Telemetry records accepted (published on the bus)', registers: [registry] })
     this.batcher = new MicroBatcher({
       maxBatch: config.telemetryBatchMax,
       lingerMs: config.telemetryLingerMs,
@@ -54,6 +57,7 @@ export class TelemetryService {
     if (Object.keys(errors).length > 0) throw new GatewayError('validation_error', 'Validation failed', { details: errors })
     const message = toMessage(record as AssetTrackingData, ctx.rawBody!, claims.client_id, ctx.requestId, new Date().toISOString(), claims.tenantKey)
     await this.batcher.add(message)
+    this.published?.inc()
     return SUCCESS
   }
 }
