@@ -11,7 +11,7 @@ export const LIST_MAX_LIMIT = 200
  * past it the page ends short, with a cursor to go on from, so a filter that
  * matches few of a tenant's many runs never holds the event loop for long.
  */
-export const LIST_SCAN_BUDGET = 2000
+export const LIST_SCAN_BUDGET = 1000
 
 /** Above every run id (`run-` and lower-case hex), below nothing a run id could be. */
 const TOP = 'run-~'
