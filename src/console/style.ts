@@ -5,6 +5,7 @@ export const CONSOLE_CSS = `
 @media (prefers-color-scheme: dark) { :root { --bg: #0f1217; --panel: #171b22; --ink: #e6e9ef; --muted: #8b93a5; --line: #2a303b; --accent: #5b8cff;
   --queued: #d4a72c; --running: #58a6ff; --succeeded: #3fb950; --failed: #f85149; --cancelled: #8b949e; } }
 * { box-sizing: border-box; }
+[hidden] { display: none !important; }
 body { margin: 0; font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; background: var(--bg); color: var(--ink); }
 a { color: var(--accent); text-decoration: none; }
 .mono, code, textarea.mono { font-family: ui-monospace, "SFMono-Regular", Menlo, Consolas, monospace; font-size: 12.5px; }

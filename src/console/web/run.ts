@@ -51,7 +51,10 @@ export function runPage (main: HTMLElement, runId: string): void {
     show()
   }
 
+  let received = 0
   function add (e: RunEvent): void {
+    // Counted before the check below, so a stream that repeats itself shows (tests read it).
+    timeline.dataset['received'] = String(++received)
     if (seen.has(e.seq)) return
     seen.add(e.seq)
     let data = JSON.stringify(e.data.run === undefined ? e.data : { ...e.data, run: '…' })
