@@ -54,7 +54,7 @@ t.test('through the front door with harness auth on: the console asks for a toke
   await page.fill('#login-token', acme)
   await page.click('#login-form button[type=submit]')
   await page.waitForSelector('#conn[data-state=live]', SOON)
-  t.equal(await page.evaluate('sessionStorage.getItem("console.token")'), acme, 'kept in the tab\'s session storage')
+  t.equal(await page.evaluate(() => (globalThis as any).sessionStorage.getItem('console.token')), acme, 'kept in the tab\'s session storage')
 
   const theirs = await start('initech', initech, 'initech secret')
   const mine = await start('acme', acme, 'acme run')

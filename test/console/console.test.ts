@@ -75,12 +75,14 @@ t.test('the console in a real browser, on the harness port', async t => {
     await page.waitForSelector(`#runs [data-run-id="${ids.at(-1)}"]`, SOON)
     t.ok(await page.$$eval('#runs .row', rows => rows.length) < 60, 'a screenful of rows in the document, not a thousand')
     // Scrolled to the bottom again and again: each time the next page is fetched, until the oldest run is in view.
-    // (Page code as text: the tests are compiled without the DOM's types.)
-    await page.waitForFunction(`(() => {
-      const list = document.getElementById('runs')
+    // (The page's globals through globalThis: the tests are compiled without the DOM's types. A function, not
+    // text: playwright would evaluate text with eval, which the console's Content-Security-Policy forbids.)
+    await page.waitForFunction((oldest: string) => {
+      const doc = (globalThis as any).document
+      const list = doc.getElementById('runs')
       list.scrollTop = list.scrollHeight
-      return document.querySelector('#runs [data-run-id="${ids[0]!}"]') !== null
-    })()`, undefined, { polling: 100, timeout: 60_000 })
+      return doc.querySelector(`#runs [data-run-id="${oldest}"]`) !== null
+    }, ids[0]!, { polling: 100, timeout: 60_000 })
     t.pass('the oldest run is reached by scrolling')
     t.ok(await page.$$eval('#runs .row', rows => rows.length) < 60, 'still a screenful after scrolling through them')
     await page.close()
