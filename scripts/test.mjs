@@ -1,5 +1,6 @@
 #!/usr/bin/env node
-// `npm test`: build, bring up real Kafka and MinIO (scripts/infra.sh), run every
+// `npm test`: build, bring up real Kafka and MinIO (scripts/infra.sh) and find
+// (or install) chromium for the console's browser tests, run every
 // tap test against them, tear them down, and end with "N passed, N failed".
 // TEST_INFRA=skip runs without the servers; the tests that need them say so loudly.
 import { spawn, spawnSync } from 'node:child_process'
@@ -24,6 +25,27 @@ function parseEnv (text) {
   return env
 }
 
+/**
+ * Debian's chromium for the console's browser tests (test/console), driven by
+ * playwright-core, which never downloads a browser of its own. Installed with
+ * apt-get when missing, as scripts/infra.sh installs Kafka and MinIO.
+ */
+function chromium () {
+  const which = () => spawnSync('sh', ['-c', 'command -v chromium'], { encoding: 'utf8' })
+  let found = which()
+  if (found.status !== 0) {
+    console.error('test: chromium not found; installing Debian\'s (apt-get install -y chromium)')
+    const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' }
+    if (spawnSync('apt-get', ['install', '-y', 'chromium'], { stdio: ['ignore', 'inherit', 'inherit'], env }).status !== 0) {
+      run('apt-get', ['update'], { env })
+      run('apt-get', ['install', '-y', 'chromium'], { env })
+    }
+    found = which()
+    if (found.status !== 0) throw new Error('chromium is still not on PATH after apt-get install')
+  }
+  return found.stdout.trim()
+}
+
 let infraUp = false
 function down () {
   if (!infraUp) return
@@ -35,9 +57,11 @@ for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => { down(); p
 let code = 1
 let summary = { pass: 0, fail: 0, skip: 0 }
 try {
-  run('npx', ['tsc', '-p', 'tsconfig.json'])
+  run('npm', ['run', 'build'])
   run('npx', ['tsc', '-p', 'test/tsconfig.json'])
   const env = { ...process.env }
+  env.CHROMIUM_PATH ??= chromium()
+  console.error(`test: chromium at ${env.CHROMIUM_PATH}`)
   if (skipInfra) {
     console.error('test: TEST_INFRA=skip: Kafka and MinIO are NOT started; their tests are skipped')
   } else {

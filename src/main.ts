@@ -7,6 +7,7 @@ import type { Config } from './config/index.js'
 import { HttpServer, bodyBudget, loadUws, type HttpServerOptions } from './http/index.js'
 import { Readiness, metricsSource, opsRoutes, openApiRoute, type OpenApiPart } from './ops/index.js'
 import { EvidenceService, SharedClaims, evidenceOpenApi, type IdempotencyClaims } from './evidence/index.js'
+import { consoleRoutes } from './console/index.js'
 import { FrontDoor } from './frontdoor/index.js'
 import { HarnessService, harnessOpenApi } from './runs/index.js'
 import { TelemetryService, telemetryOpenApi } from './telemetry/index.js'
@@ -70,6 +71,8 @@ export async function startGateway (config: Config, log: Logger): Promise<Gatewa
     authStores = { clients: new SharedClientStore(documents), keys: new SharedKeyVault(documents) }
     sharedClaims = new SharedClaims(documents, config.idempotencyTtlS * 1000, clusterOwner(incarnation, nodes), log.child({ component: 'claims' }))
   }
+  // Streams that never end by themselves (the run watch), ended as the servers stop taking requests.
+  const closing: Array<() => void> = []
 
   // One budget for the JSON bodies of every server in the process.
   const http: Omit<HttpServerOptions, 'name'> = {
@@ -95,7 +98,7 @@ export async function startGateway (config: Config, log: Logger): Promise<Gatewa
     if (roles.has('auth')) auth.routes().forEach(r => main!.route(r))
   }
   if (roles.has('ingest')) {
-    const telemetry = new TelemetryService(config, bus, auth!.verifier)
+    const telemetry = new TelemetryService(config, bus, auth!.verifier, registry)
     telemetry.routes().forEach(r => main!.route(r))
     openApi.push(telemetryOpenApi)
     const objects = createObjectStore(config, state, incarnation, log)
@@ -117,15 +120,18 @@ export async function startGateway (config: Config, log: Logger): Promise<Gatewa
     const harness = new HarnessService(config, state, bus, log.child({ component: 'harness' }), incarnation, registry, nodeAlive && { isAlive: nodeAlive })
     await harness.start()
     stoppers.push(() => harness.stop())
+    closing.push(() => harness.closeWatchers())
     const server = new HttpServer({ ...http, name: 'harness', errors: 'harness' })
     servers.push(server)
     const harnessReadiness = new Readiness()
     harnessReadiness.add('lmdb', () => checkState(state))
     harnessReadiness.add('jwks', () => harness.probe())
     harnessReadiness.add('bus', () => harness.busState())
-    opsRoutes(harnessReadiness).forEach(r => server.route(r))
+    // `/metrics` here too: the console served on this port reads the ingest rates from its own origin.
+    opsRoutes(harnessReadiness, metricsSource(registry)).forEach(r => server.route(r))
     server.route(openApiRoute([harnessOpenApi]))
     harness.routes().forEach(r => server.route(r))
+    consoleRoutes().forEach(r => server.route(r))
     harnessPort = await server.listen(config.host, config.harnessPort)
   }
 
@@ -144,6 +150,7 @@ export async function startGateway (config: Config, log: Logger): Promise<Gatewa
       let timer: NodeJS.Timeout | undefined
       const deadline = new Promise<false>(resolve => { timer = setTimeout(() => resolve(false), config.shutdownTimeoutMs) })
       const closed = Promise.all(servers.map(s => s.close()))
+      for (const close of closing) close()
       const drained = await Promise.race([closed.then(() => true as const), deadline])
       clearTimeout(timer)
       if (!drained) log.warn({ inFlight: servers.reduce((n, s) => n + s.inFlightRequests, 0) }, 'shutdown deadline passed with requests in flight')

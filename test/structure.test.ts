@@ -19,7 +19,7 @@ const LAYERS: ReadonlyArray<readonly string[]> = [
   ['bus'],
   ['http'],
   ['ops', 'auth'],
-  ['telemetry', 'evidence', 'runs', 'frontdoor'],
+  ['telemetry', 'evidence', 'runs', 'frontdoor', 'console'],
   ['main.ts'],
   ['cli']
 ]

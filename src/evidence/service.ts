@@ -1,5 +1,5 @@
 import type { Logger } from 'pino'
-import { Gauge, type Registry } from 'prom-client'
+import { Counter, Gauge, type Registry } from 'prom-client'
 import type { TokenVerifier } from '../auth/index.js'
 import type { Bus } from '../bus/index.js'
 import type { Config } from '../config/index.js'
@@ -43,6 +43,8 @@ export class EvidenceService {
   private sweeper: NodeJS.Timeout | undefined
   /** Requests being served, by the controller that aborts their upload. */
   private readonly running = new Map<AbortController, Promise<unknown>>()
+  private readonly accepted: Counter
+  private readonly acceptedBytes: Counter
 
   constructor (
     private readonly config: Config,
@@ -64,6 +66,8 @@ export class EvidenceService {
     new Gauge({ name: 'evidence_outbox_backlog', help: 'Envelopes accepted but not yet acknowledged by the bus', aggregator: 'max', registers: [registry], collect () { this.set(outbox.backlog) } })
     new Gauge({ name: 'evidence_outbox_oldest_age_seconds', help: 'Age of the oldest unpublished envelope', aggregator: 'max', registers: [registry], collect () { this.set(outbox.oldestAgeMs() / 1000) } })
     storageMetrics(store, registry)
+    this.accepted = new Counter({ name: 'evidence_uploads_total', help: 'Uploads accepted (202), idempotent replays not counted', registers: [registry] })
+    this.acceptedBytes = new Counter({ name: 'evidence_media_bytes_total', help: 'Bytes of media in accepted uploads', registers: [registry] })
   }
 
   start (): void {
@@ -157,6 +161,8 @@ export class EvidenceService {
       // the outbox answers for it only while the bus fails.
       await this.outbox.published(entry, PUBLISH_WAIT_MS)
       await this.idempotency.complete(done!, ack)
+      this.accepted.inc()
+      this.acceptedBytes.inc(media.reduce((n, m) => n + m.size, 0))
       return { status: 202, body: ack }
     } catch (err) {
       // A failed body (size limit) is the real cause of whatever failed after it.

@@ -2,7 +2,7 @@ import { request, type IncomingMessage } from 'node:http'
 import { type RequestContext } from '../http/index.js'
 import { GatewayError } from '../errors.js'
 
-const FORWARDED_RESPONSE_HEADERS = ['content-type', 'cache-control', 'x-accel-buffering', 'retry-after', 'www-authenticate']
+const FORWARDED_RESPONSE_HEADERS = ['content-type', 'cache-control', 'x-accel-buffering', 'retry-after', 'www-authenticate', 'content-security-policy', 'x-content-type-options', 'referrer-policy']
 const JSON_TYPE = /^application\/json\b/i
 
 /** A rewritten answer is read whole; the harness's answers that carry links are a few hundred bytes. */

@@ -13,18 +13,29 @@ export interface FrontedRoute {
   readonly query?: true
   /** The JSON answer's top-level `links` name harness paths, re-rooted under the front door. */
   readonly links?: true
+  /**
+   * Served to anyone, without a token: the console's page and files, which
+   * hold no data (a browser that opens a link sends no Authorization header;
+   * the page then asks for the token and sends it on every API call). No
+   * token or tenant is forwarded on these.
+   */
+  readonly open?: true
 }
 
 export const FRONTED_ROUTES: readonly FrontedRoute[] = [
   { method: 'GET', path: '/runs', query: true },
   { method: 'POST', path: '/runs' },
+  { method: 'GET', path: '/runs:watch' },
   { method: 'POST', path: '/runs:start', links: true },
   { method: 'GET', path: '/runs/{id}' },
   { method: 'GET', path: '/runs/{id}/stream' },
   { method: 'POST', path: '/runs/{id}/cancel' },
   { method: 'GET', path: '/skills', query: true },
   { method: 'GET', path: '/health' },
-  { method: 'GET', path: '/health/ready' }
+  { method: 'GET', path: '/health/ready' },
+  { method: 'GET', path: '/console', open: true },
+  { method: 'GET', path: '/console/runs/{id}', open: true },
+  { method: 'GET', path: '/console/assets/{id}', open: true }
 ]
 
 const ID = '{id}'

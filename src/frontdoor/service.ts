@@ -56,6 +56,9 @@ export class FrontDoor {
     if (route === 'method_not_allowed') throw new GatewayError('method_not_allowed', `method_not_allowed:${ctx.method}`)
     if (route.query && !QUERY.test(ctx.query)) throw new GatewayError('invalid_request', 'invalid_query')
 
+    const query = route.query && ctx.query !== '' ? `?${ctx.query}` : ''
+    if (route.open) return proxy(ctx, this.upstream, { path: rest, headers: { 'x-request-id': ctx.requestId }, body: undefined })
+
     const caller = await verifyCaller(ctx.headers['authorization'], this.caller)
     const org = this.orgs.get(ctx.params['slug']!)
     const member = (id: unknown): boolean => typeof id === 'string' && org!.members.has(id)
@@ -72,7 +75,6 @@ export class FrontDoor {
       const v = ctx.headers[name]
       if (v !== undefined) headers[name] = v
     }
-    const query = route.query && ctx.query !== '' ? `?${ctx.query}` : ''
     const prefix = ctx.path.slice(0, ctx.path.length - rest.length)
     return proxy(ctx, this.upstream, {
       path: `${rest}${query}`,

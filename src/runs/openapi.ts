@@ -1,4 +1,5 @@
 import { EVENT_TYPES } from './catalogue.js'
+import { LIST_DEFAULT_LIMIT, LIST_MAX_LIMIT, LIST_SCAN_BUDGET } from './list.js'
 import { MAX_MESSAGE_BYTES } from './request.js'
 import { IN_FLIGHT, TERMINAL } from './types.js'
 
@@ -71,6 +72,24 @@ export const harnessOpenApi = {
   paths: {
     '/runs': {
       ...harness,
+      get: {
+        summary: 'The tenant\'s runs, newest first',
+        description: `Records without their events. A page holds at most \`limit\` runs; with a \`status\` or \`mode\` filter it may hold fewer, even none, while \`next_cursor\` is not null (at most ${LIST_SCAN_BUDGET} runs are looked at per page): follow \`next_cursor\` until it is null.`,
+        security,
+        parameters: [
+          { name: 'status', in: 'query', required: false, schema: { type: 'string' }, description: `comma-separated: ${[...IN_FLIGHT, ...TERMINAL].join(', ')}` },
+          { name: 'mode', in: 'query', required: false, schema: { type: 'string' }, description: 'comma-separated mode names' },
+          { name: 'since', in: 'query', required: false, schema: { type: 'string', format: 'date-time' }, description: 'created at or after' },
+          { name: 'until', in: 'query', required: false, schema: { type: 'string', format: 'date-time' }, description: 'created before' },
+          { name: 'limit', in: 'query', required: false, schema: { type: 'integer', minimum: 1, maximum: LIST_MAX_LIMIT, default: LIST_DEFAULT_LIMIT } },
+          { name: 'cursor', in: 'query', required: false, schema: { type: 'string' }, description: 'the `next_cursor` of the previous page, with the same filters' }
+        ],
+        responses: {
+          200: { description: 'A page', content: json({ type: 'object', required: ['runs', 'next_cursor'], properties: { runs: { type: 'array', items: ref('RunRecord') }, next_cursor: { type: ['string', 'null'] } } }) },
+          400: error('A bad filter, limit or cursor'),
+          ...common
+        }
+      },
       post: {
         summary: 'Run and wait for the end',
         security,
@@ -89,6 +108,16 @@ export const harnessOpenApi = {
           400: error('Bad body'), 415: error('Content-Type is not application/json'),
           ...common
         }
+      }
+    },
+    '/runs:watch': {
+      ...harness,
+      get: {
+        summary: 'The tenant\'s run transitions, live, as server-sent events',
+        description: 'Frames `id: <epoch>.<n>`, `event: <type>` and `data: <RunEvent>` for every lifecycle event (`run.queued`, `run.started`, `run.completed`, `run.failed`; `data.run` is the record as of it) of the tenant\'s runs. Without Last-Event-ID the first frame is `event: ready`. With one this process still keeps, exactly the missed transitions follow; with any other (a restart, or too far behind) `event: reset`: list again. Never ends by itself; a watcher too slow to keep up gets `event: error` `{"error":"stream_overflow","last_event_id"}`.',
+        security,
+        parameters: [{ name: 'Last-Event-ID', in: 'header', required: false, schema: { type: 'string', pattern: '^[0-9a-z]+\\.[0-9]+$' } }],
+        responses: { 200: { description: 'The feed', content: { 'text/event-stream': { schema: { type: 'string' } } } }, 400: error('Last-Event-ID is not an id of this feed'), ...common }
       }
     },
     '/runs/{id}': {

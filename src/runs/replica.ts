@@ -29,6 +29,8 @@ export interface ReplicaOptions {
   isLocal: (id: string) => boolean
   /** Whether another node's incarnation is alive (its heartbeat). */
   isAlive: (id: string) => Promise<boolean>
+  /** Told of each event copied in, once it is stored. */
+  stored?: (runId: string, event: RunEvent) => void
   log: Logger
 }
 
@@ -98,7 +100,10 @@ export class RunReplica {
       if (end.terminal || parsed.event.id !== end.id + 1) continue
       const terminal = TERMINAL_EVENT_TYPES.has(parsed.event.type)
       ends.set(runId, { id: parsed.event.id, terminal })
-      writes.push(store.append(runId, parsed.event))
+      writes.push(store.append(runId, parsed.event).then(added => {
+        if (added) this.options.stored?.(runId, parsed.event)
+        return added
+      }))
       const owner = m.headers['owner']
       if (terminal) {
         if (this.followed.get(runId) !== undefined) this.followed.remove(runId)

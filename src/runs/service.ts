@@ -10,7 +10,8 @@ import { followRun } from './follow.js'
 import { HarnessGate } from './gate.js'
 import { RunHub } from './hub.js'
 import { isRunId } from './ids.js'
-import { RunManager } from './manager.js'
+import { parseListQuery, RunIndex } from './list.js'
+import { RunManager, type EventSink } from './manager.js'
 import { builtInModes, DEFAULT_MODE } from './modes/index.js'
 import { RunOutbox } from './outbox.js'
 import { RemoteRuns } from './remote.js'
@@ -18,7 +19,8 @@ import { RunReplica } from './replica.js'
 import { parseLastEventId, parseRunRequest, requireJsonBody } from './request.js'
 import { SseStream } from './sse.js'
 import { RunStore } from './store.js'
-import { isTerminal, type RunRecord } from './types.js'
+import { isTerminal, type RunEvent, type RunRecord } from './types.js'
+import { RunFeed } from './watch.js'
 
 const RETENTION_SWEEP_MS = 60 * 60 * 1000
 const KEY_RETRY_MIN_MS = 250
@@ -48,6 +50,8 @@ export class HarnessService {
   private readonly hub = new RunHub()
   private readonly store: RunStore
   private readonly outbox: RunOutbox
+  private readonly index: RunIndex
+  private readonly feed = new RunFeed()
   private readonly gate: HarnessGate
   private readonly remote: RemoteRuns
   private readonly replica: RunReplica | undefined
@@ -66,8 +70,9 @@ export class HarnessService {
       log: log.child({ component: 'run-outbox' }),
       owner: self
     })
+    this.index = new RunIndex(state)
     const modes = builtInModes({ url: config.harnessLlmUrl, model: config.harnessLlmModel, apiKey: config.harnessLlmApiKey })
-    this.manager = new RunManager(this.store, this.hub, modes, this.outbox, log.child({ component: 'runs' }))
+    this.manager = new RunManager(this.store, this.hub, modes, this.sink(), log.child({ component: 'runs' }))
     this.remote = new RemoteRuns({
       store: this.store,
       hub: this.hub,
@@ -88,6 +93,8 @@ export class HarnessService {
       self: self.id,
       isLocal: id => self.knows(id),
       isAlive: id => cluster.isAlive(id),
+      // Runs of other nodes join the tenant's list and its watch as they are copied in.
+      stored: (runId, event) => this.copied(runId, event),
       log: log.child({ component: 'run-replica' })
     })
     if (registry) {
@@ -104,6 +111,8 @@ export class HarnessService {
     this.outbox.start(claimed)
     this.remote.start()
     await this.replica?.start()
+    const indexed = await this.index.build(this.storedRuns())
+    if (indexed > 0) this.log.info({ indexed }, 'runs stored before the tenant index were indexed')
     await this.sweep()
     this.timers.push(setInterval(() => { this.sweep().catch(err => this.log.error({ err }, 'run retention sweep failed')) }, RETENTION_SWEEP_MS).unref())
     if (!this.keysLoaded) this.loadKeys()
@@ -115,6 +124,11 @@ export class HarnessService {
     await this.replica?.stop()
     await this.manager.drain()
     await this.outbox.stop(this.config.shutdownTimeoutMs)
+  }
+
+  /** Ends the watchers of `/runs:watch` (first thing at shutdown: a watch never ends by itself). */
+  closeWatchers (): void {
+    this.feed.close()
   }
 
   /** Readiness: the key set was fetched (when auth is on). */
@@ -142,6 +156,8 @@ export class HarnessService {
     const common = { errors: 'harness' as const }
     return [
       { ...common, method: 'POST', path: '/runs', body: 'json', authorize: ctx => this.gate.tenant(ctx.headers), handler: (ctx, tenant: string) => this.runSync(ctx, tenant) },
+      { ...common, method: 'GET', path: '/runs', handler: ctx => this.list(ctx) },
+      { ...common, method: 'GET', path: '/runs:watch', handler: ctx => this.watch(ctx) },
       { ...common, method: 'POST', path: '/runs:start', body: 'json', authorize: ctx => this.gate.tenant(ctx.headers), handler: (ctx, tenant: string) => this.runAsync(ctx, tenant) },
       { ...common, method: 'GET', path: '/runs/{id}', handler: ctx => this.getRun(ctx) },
       { ...common, method: 'GET', path: '/runs/{id}/stream', handler: ctx => this.stream(ctx) },
@@ -164,6 +180,43 @@ export class HarnessService {
   private async sweep (): Promise<void> {
     const removed = await this.store.removeEndedBefore(Date.now() - this.config.harnessRetentionS * 1000, runId => this.outbox.holds(runId))
     if (removed > 0) this.log.info({ removed }, 'terminal runs past retention removed')
+    const ids = new Set(this.store.runIdsFrom())
+    await this.index.prune(id => ids.has(id))
+  }
+
+  /**
+   * Where committed events go: the relay, and the tenant feed of `/runs:watch`.
+   * A run is added to its tenant's index when it is created, in the same
+   * commit as its first event.
+   */
+  private sink (): EventSink {
+    const { outbox, index, feed } = this
+    return {
+      track (runId, tenantId, createdAt) {
+        index.add(tenantId, runId)
+        outbox.track(runId, tenantId, createdAt)
+      },
+      add (runId, event, terminal) {
+        outbox.add(runId, event, terminal)
+        feed.publish(event)
+      }
+    }
+  }
+
+  /** An event of another node's run, copied from the log: its run joins the list at its first event, its transitions the watch. */
+  private copied (runId: string, event: RunEvent): void {
+    if (event.id === 1 && event.record !== undefined) {
+      const tenant = (JSON.parse(event.record) as { tenant_id?: unknown }).tenant_id
+      if (typeof tenant === 'string') this.index.add(tenant, runId)
+    }
+    this.feed.publish(event)
+  }
+
+  private * storedRuns (): Generator<{ tenant: string, runId: string }> {
+    for (const runId of this.store.runIdsFrom()) {
+      const record = this.store.get(runId)
+      if (record) yield { tenant: record.tenant_id, runId }
+    }
   }
 
   private async begin (ctx: RequestContext, tenant: string): Promise<RunRecord> {
@@ -198,6 +251,20 @@ export class HarnessService {
     if (!record) throw new GatewayError('not_found', 'run_not_found')
     if (record.tenant_id !== tenant) throw new GatewayError('forbidden', 'cross_tenant_replay:run')
     return record
+  }
+
+  /** `GET /runs`: the tenant's runs, newest first, filtered and paged (`list.ts`); records without their events. */
+  private async list (ctx: RequestContext): Promise<Reply> {
+    const tenant = await this.gate.tenant(ctx.headers)
+    const query = parseListQuery(ctx.query, m => this.manager.hasMode(m))
+    return { status: 200, body: this.index.page(tenant, query, id => this.manager.get(id)) }
+  }
+
+  /** `GET /runs:watch`: the tenant's run transitions as server-sent events (`watch.ts`). */
+  private async watch (ctx: RequestContext): Promise<undefined> {
+    const tenant = await this.gate.tenant(ctx.headers)
+    await this.feed.watch(ctx, tenant, ctx.headers['last-event-id'], this.config.harnessSseBuffer, this.config.harnessHeartbeatMs)
+    return undefined
   }
 
   private async getRun (ctx: RequestContext): Promise<Reply> {

@@ -23,7 +23,15 @@ export class SseStream {
   private readonly chunkBytes: number
   closed = false
 
-  constructor (private readonly ctx: RequestContext, private readonly runId: string, private readonly maxBuffered: number, heartbeatMs: number, private lastId: number) {
+  /** `overflowFrame` is the final frame for a subscriber that fell behind; a run's stream names the run in it. */
+  constructor (
+    private readonly ctx: RequestContext,
+    runId: string,
+    private readonly maxBuffered: number,
+    heartbeatMs: number,
+    private lastId: number,
+    private readonly overflowFrame = (lastId: number): string => errorFrame(runId, 'stream_overflow', lastId)
+  ) {
     this.chunkBytes = Math.min(REPLAY_CHUNK_BYTES, Math.floor(maxBuffered / 4))
     ctx.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive', 'x-accel-buffering': 'no' })
     ctx.write(': stream open\n\n')
@@ -91,7 +99,7 @@ export class SseStream {
   }
 
   private overflow (): void {
-    this.ctx.write(errorFrame(this.runId, 'stream_overflow', this.lastId))
+    this.ctx.write(this.overflowFrame(this.lastId))
     this.close(true)
   }
 

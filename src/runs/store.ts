@@ -71,6 +71,11 @@ export class RunStore {
     return { id: 0, terminal: false }
   }
 
+  /** Ids of the runs whose id sorts at or after `from` (run ids sort by creation time), or of all runs. */
+  * runIdsFrom (from?: string): Generator<string> {
+    for (const key of this.runs.getKeys(from === undefined ? {} : { start: from })) yield key
+  }
+
   /** Removes terminal runs that ended before `cutoff` (ms), with their events, except those `keep` holds; returns how many. */
   async removeEndedBefore (cutoff: number, keep: (runId: string) => boolean = () => false): Promise<number> {
     const doomed: string[] = []

@@ -1,3 +1,4 @@
+import { Counter, type Registry } from 'prom-client'
 import type { TokenClaims, TokenVerifier } from '../auth/index.js'
 import { MicroBatcher, type Bus, type Settled } from '../bus/index.js'
 import type { Config } from '../config/index.js'
@@ -8,9 +9,6 @@ import { recordErrors, toMessage, type AssetTrackingData } from './record.js'
 export const TELEMETRY_SCOPE = 'asset:track:write'
 /** Serialised once: every accepted record gets these same bytes. */
 const SUCCESS: Reply = { status: 200, body: Buffer.from(JSON.stringify({ status: 'success', message: 'message sent successfully' })), headers: { 'content-type': 'application/json' } }
-
-/** One function answers every record, when its batch is acknowledged or fails. */
-const answer: Settled<RequestContext> = (ctx, err) => { ctx.settle(err === undefined ? SUCCESS : undefined, err) }
 
 /**
  * The answer while the bus is known to be down: nothing was sent, so a
@@ -23,8 +21,15 @@ function busUnavailable (reason: string): GatewayError {
 /** `POST /v1/asset/track`: authenticate, validate, batch onto the bus, answer on acknowledgment. */
 export class TelemetryService {
   private readonly batcher: MicroBatcher
+  /** One function answers every record, when its batch is acknowledged or fails. */
+  private readonly answer: Settled<RequestContext>
 
-  constructor (private readonly config: Config, bus: Bus, private readonly verifier: TokenVerifier) {
+  constructor (private readonly config: Config, bus: Bus, private readonly verifier: TokenVerifier, registry?: Registry) {
+    const published = registry && new Counter({ name: 'telemetry_records_total', help: 'Telemetry records accepted (published on the bus)', registers: [registry] })
+    this.answer = (ctx, err) => {
+      if (err === undefined) published?.inc()
+      ctx.settle(err === undefined ? SUCCESS : undefined, err)
+    }
     this.batcher = new MicroBatcher({
       maxBatch: config.telemetryBatchMax,
       lingerMs: config.telemetryLingerMs,
@@ -57,7 +62,7 @@ export class TelemetryService {
     const errors = recordErrors(record, ctx.headers, ctx.rawBody)
     if (Object.keys(errors).length > 0) throw new GatewayError('validation_error', 'Validation failed', { details: errors })
     const message = toMessage(record as AssetTrackingData, ctx.bodyText, claims.client_id, ctx.requestId, new Date().toISOString(), claims.tenantKey)
-    const refused = this.batcher.submit(message, ctx, answer)
+    const refused = this.batcher.submit(message, ctx, this.answer)
     if (refused !== undefined) throw refused
     return LATER
   }

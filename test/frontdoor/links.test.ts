@@ -11,7 +11,8 @@ t.test('links naming a fronted route are re-rooted under the door; others are le
     links: { self: `${PREFIX}/runs/run-1`, stream: `${PREFIX}/runs/run-1/stream`, cancel: `${PREFIX}/runs/run-1/cancel` }
   })
   t.same(reroot({ links: { next: '/runs?cursor=abc' } }), { links: { next: `${PREFIX}/runs?cursor=abc` } }, 'a query stays on the link')
-  const foreign = { links: { console: '/console/runs/run-1', docs: 'https://example.test/runs/run-1', odd: '/runs/../admin', n: 3 }, self: '/runs/run-1' }
+  t.same(reroot({ links: { console: '/console/runs/run-1' } }), { links: { console: `${PREFIX}/console/runs/run-1` } }, 'the console is fronted too (an open row)')
+  const foreign = { links: { admin: '/admin/runs/run-1', docs: 'https://example.test/runs/run-1', odd: '/runs/../admin', n: 3 }, self: '/runs/run-1' }
   t.same(reroot(foreign), foreign, 'unfronted, absolute, traversing and non-string links, and fields outside links, are untouched')
 })
 

@@ -91,6 +91,7 @@ t.test('each fronted route reaches the harness at its base path, built from the 
     ['POST', '/runs:start', '/base/runs:start'],
     ['GET', '/runs/run-0190a1b2-c3d4', '/base/runs/run-0190a1b2-c3d4'],
     ['GET', '/runs/run-1/stream', '/base/runs/run-1/stream'],
+    ['GET', '/runs:watch', '/base/runs:watch'],
     ['POST', '/runs/run-1/cancel', '/base/runs/run-1/cancel'],
     ['GET', '/skills?tenant=acme', '/base/skills?tenant=acme'],
     ['GET', '/health', '/base/health'],
@@ -102,6 +103,29 @@ t.test('each fronted route reaches the harness at its base path, built from the 
     t.match(harness.requests.at(-1), { method, url: upstream }, `${method} ${path} → ${upstream}`)
   }
   t.equal(harness.requests.length, rows.length)
+})
+
+t.test('the console\'s pages and files are open rows: served without a token, and nothing of the caller\'s is forwarded', async t => {
+  const { harness, port, rs256 } = await setup(t)
+  const rows = [
+    ['/console', '/base/console'],
+    ['/console/runs/run-0190a1b2-c3d4', '/base/console/runs/run-0190a1b2-c3d4'],
+    ['/console/assets/main.js', '/base/console/assets/main.js']
+  ] as const
+  for (const [path, upstream] of rows) {
+    for (const slug of ['acme', 'no-such-org']) {
+      const res = await rawRequest(port, 'GET', `/api/v1/orgs/${slug}/harness${path}?t=1`, [`Authorization: Bearer ${rs256}`, 'X-Svc-Tenant-Client-Id: acme-t', 'Last-Event-ID: 3'])
+      t.equal(res.status, 200, `${slug} ${path}`)
+      const sent = harness.requests.at(-1)!
+      t.equal(sent.url, upstream)
+      t.notOk('authorization' in sent.headers || 'x-svc-tenant-client-id' in sent.headers || 'last-event-id' in sent.headers, 'no token, tenant or other header of the caller\'s')
+    }
+    t.equal((await rawRequest(port, 'GET', `${DOOR}${path}`)).status, 200, `${path} without any token`)
+  }
+  for (const path of ['/console/', '/console/assets/.hidden', '/console/assets/a/b', '/console/runs/run-1/stream', '/console/other']) {
+    t.equal((await rawRequest(port, 'GET', `${DOOR}${path}`)).status, 404, path)
+  }
+  t.equal((await rawRequest(port, 'POST', `${DOOR}/console`, [], '{}')).status, 405)
 })
 
 t.test('a known path with another method is 405, not forwarded', async t => {

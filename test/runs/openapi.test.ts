@@ -7,16 +7,22 @@ import { EVENT_TYPES } from '../../src/runs/index.js'
 t.test('/openapi.json describes the harness routes, and what they answer matches it', async t => {
   const { url, harnessUrl } = await startTestGateway(t)
   const doc = await (await fetch(`${url}/openapi.json`)).json() as any
-  for (const path of ['/runs', '/runs:start', '/runs/{id}', '/runs/{id}/stream', '/runs/{id}/cancel', '/skills']) t.ok(doc.paths[path], `${path} is described`)
+  for (const path of ['/runs', '/runs:watch', '/runs:start', '/runs/{id}', '/runs/{id}/stream', '/runs/{id}/cancel', '/skills']) t.ok(doc.paths[path], `${path} is described`)
   t.ok(doc.paths['/v1/asset/track'], 'beside the ingest routes')
   t.same(doc.components.schemas.RunEvent.properties.type.enum, EVENT_TYPES, 'the event types are the catalogue')
   const own = await (await fetch(`${harnessUrl}/openapi.json`)).json() as any
-  t.same(Object.keys(own.paths).sort(), ['/runs', '/runs/{id}', '/runs/{id}/cancel', '/runs/{id}/stream', '/runs:start', '/skills'], 'the harness port serves its own part')
+  t.same(Object.keys(own.paths).sort(), ['/runs', '/runs/{id}', '/runs/{id}/cancel', '/runs/{id}/stream', '/runs:start', '/runs:watch', '/skills'], 'the harness port serves its own part')
+  t.ok(own.paths['/runs'].get && own.paths['/runs'].post, 'the list and the start of a run')
 
   const ajv = new Ajv2020({ strict: false, validateFormats: false })
   ajv.addSchema({ $id: 'doc', components: doc.components })
   const record = ajv.compile({ $ref: 'doc#/components/schemas/RunRecord' })
   const body = await (await fetch(`${harnessUrl}/runs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ message: 'x', mode: 'echo', options: { steps: 2 }, conversation_id: 'c' }) })).json()
   t.ok(record(body), `a record as the schema says: ${ajv.errorsText(record.errors)}`)
+  const pageSchema = JSON.stringify(doc.paths['/runs'].get.responses[200].content['application/json'].schema).replaceAll('"#/components/', '"doc#/components/')
+  const page = ajv.compile(JSON.parse(pageSchema))
+  const listed = await (await fetch(`${harnessUrl}/runs`)).json()
+  t.ok(page(listed), `a page as the schema says: ${ajv.errorsText(page.errors)}`)
+  t.equal((listed as any).runs.length, 1)
   t.equal((body as any).events.length, 5)
 })

@@ -1,0 +1,32 @@
+/**
+ * Where the page was reached: on the harness port (`/console…`) or through
+ * the front door (`…/api/v1/orgs/{slug}/harness/console…`). The API is at
+ * the path before `/console`; `/metrics` at the root of the same origin.
+ */
+export interface Place {
+  /** The API's base path ('' on the harness port). */
+  root: string
+  frontDoor: boolean
+  metrics: string
+  /** The run of a `/console/runs/{id}` page. */
+  runId: string | undefined
+}
+
+const FRONT_DOOR = /\/api\/v1\/orgs\/[^/]+\/harness$/
+
+export function place (pathname: string): Place {
+  const m = /^(.*?)\/console(?:\/runs\/([^/]+))?\/?$/.exec(pathname)
+  const root = m?.[1] ?? ''
+  return {
+    root,
+    frontDoor: FRONT_DOOR.test(root),
+    metrics: `${root.replace(FRONT_DOOR, '')}/metrics`,
+    runId: m?.[2] === undefined ? undefined : decodeURIComponent(m[2])
+  }
+}
+
+export const here = place(location.pathname)
+
+export function runHref (runId: string): string {
+  return `${here.root}/console/runs/${encodeURIComponent(runId)}`
+}
