@@ -30,6 +30,7 @@ t.test('broker down: 202 from the outbox; broker up: published exactly once', as
   await infra.startKafka()
   const after = await eventually(ready, c => c.outbox.backlog === 0, 40_000)
   t.equal(after.outbox.backlog, 0, 'the relay drained the outbox without a restart')
-  const messages = await consume(infra.env.KAFKA_BROKERS, topic, 2, 3000)
-  t.equal(messages.filter(m => JSON.parse(m.value).event_id === 'evt-outage').length, 1, 'published exactly once')
+  // consume fails on a second message, however late it comes.
+  const [message] = await consume(infra.env.KAFKA_BROKERS, topic, 1)
+  t.equal(JSON.parse(message!.value).event_id, 'evt-outage', 'published exactly once')
 })

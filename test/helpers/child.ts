@@ -44,7 +44,11 @@ export function spawnGateway (t: Tap, args: string[], env: Record<string, string
   }
 }
 
-/** Runs a `gateway` command to completion. */
+/**
+ * Runs a `gateway` command to completion. Resolves on 'close', not 'exit':
+ * 'exit' can come while the tail of stdout is still in the pipe, which once
+ * made `gateway tail` look as if committed records were missing.
+ */
 export async function runGateway (args: string[], env: Record<string, string>, input?: string): Promise<{ code: number | null, stdout: string, stderr: string }> {
   const proc = spawn(process.execPath, [GATEWAY_BIN, ...args], { env: { PATH: process.env['PATH'] ?? '', ...env } })
   let stdout = ''
@@ -52,7 +56,7 @@ export async function runGateway (args: string[], env: Record<string, string>, i
   proc.stdout.on('data', d => { stdout += d })
   proc.stderr.on('data', d => { stderr += d })
   proc.stdin.end(input ?? '')
-  const code = await new Promise<number | null>(resolve => proc.once('exit', resolve))
+  const code = await new Promise<number | null>(resolve => proc.once('close', resolve))
   return { code, stdout, stderr }
 }
 
