@@ -35,7 +35,14 @@ export const STALE_IN_PROGRESS_MS = 15 * 60 * 1000
 export class IdempotencyStore {
   private readonly db: Database<Entry, string>
 
-  constructor (private readonly state: StateStore, private readonly ttlMs: number, private readonly owner: Owner, private readonly now: () => number = Date.now) {
+  private readonly ttlMs: number
+
+  /**
+   * `ttlS` is IDEMPOTENCY_TTL_S as configured, in seconds; `now` is the clock
+   * in milliseconds (injected by tests that cross the window).
+   */
+  constructor (private readonly state: StateStore, ttlS: number, private readonly owner: Owner, private readonly now: () => number = Date.now) {
+    this.ttlMs = ttlS * 1000
     this.db = state.openDB<Entry, string>({ name: 'evidence-idempotency' })
   }
 
