@@ -7,7 +7,7 @@ import { HttpServer, bodyBudget, loadUws, type HttpServerOptions } from './http/
 import { Readiness, opsRoutes, openApiRoute, type OpenApiPart } from './ops/index.js'
 import { EvidenceService, evidenceOpenApi } from './evidence/index.js'
 import { FrontDoor } from './frontdoor/index.js'
-import { HarnessService } from './runs/index.js'
+import { HarnessService, harnessOpenApi } from './runs/index.js'
 import { TelemetryService, telemetryOpenApi } from './telemetry/index.js'
 import { createObjectStore } from './storage/index.js'
 import { checkState, openState, Incarnation } from './state/index.js'
@@ -75,11 +75,12 @@ export async function startGateway (config: Config, log: Logger): Promise<Gatewa
     readiness.add('outbox', () => evidence.outboxState())
     openApi.push(evidenceOpenApi)
   }
+  if (roles.has('harness')) openApi.push(harnessOpenApi)
   main?.route(openApiRoute(openApi))
 
   let harnessPort: number | undefined
   if (roles.has('harness')) {
-    const harness = new HarnessService(config, state, bus, log.child({ component: 'harness' }))
+    const harness = new HarnessService(config, state, bus, log.child({ component: 'harness' }), registry)
     await harness.start()
     stoppers.push(() => harness.stop())
     const server = new HttpServer({ ...http, name: 'harness', errors: 'harness' })
@@ -87,7 +88,9 @@ export async function startGateway (config: Config, log: Logger): Promise<Gatewa
     const harnessReadiness = new Readiness()
     harnessReadiness.add('lmdb', () => checkState(state))
     harnessReadiness.add('jwks', () => harness.probe())
+    harnessReadiness.add('bus', () => harness.busState())
     opsRoutes(harnessReadiness).forEach(r => server.route(r))
+    server.route(openApiRoute([harnessOpenApi]))
     harness.routes().forEach(r => server.route(r))
     harnessPort = await server.listen(config.host, config.harnessPort)
   }

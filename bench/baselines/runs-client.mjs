@@ -13,11 +13,11 @@
 //               streams opened right after its 202; a new run starts when all
 //               streams of one have ended, until `runs` runs or `seconds`
 //               have passed. Per stream: every id from 1 to steps + 3 once,
-//               in order, ending with run.succeeded and the end of the body.
+//               in order, ending with run.completed and the end of the body.
 //               Latency of a transition = receive time (this process's
 //               performance.timeOrigin + performance.now()) − the server's
-//               stamp in the event (started_at for run.running, ended_at for
-//               run.succeeded). Only events stamped after this stream's
+//               stamp in the event's record (data.run: started_at for
+//               run.started, ended_at for run.completed). Only events stamped after this stream's
 //               `: stream open` comment arrived are counted as live
 //               deliveries (the subscription existed before the transition);
 //               the others were replayed (or raced the subscription).
@@ -30,7 +30,7 @@
 //               median of 5 reads 100 ms apart); a stream is alive when it
 //               received a step during the hold. At the end cancels every run
 //               (POST /runs/{id}/cancel) and times until every stream got
-//               run.cancelled and its end.
+//               run.failed with reason cancelled, and its end.
 //
 // Prints one JSON line on stdout; progress on stderr. Exits 0 unless it could
 // not run at all.
@@ -127,23 +127,23 @@ async function delivery () {
       const sub = new Subscriber(runId, {
         onEvent: (s, ev, t) => {
           seen.push(ev.id)
-          if (ev.event === 'step') {
+          if (ev.event === 'echo.step') {
             // Both steps arrived after the stream opened (not replayed with it).
             if (s.openAt !== undefined && lastStepAt !== undefined && lastStepAt > s.openAt + 0.5) lat.stepGapMs.push(t - lastStepAt)
             lastStepAt = t
-          } else if (ev.event === 'run.running' || ev.event === 'run.succeeded') {
+          } else if (ev.event === 'run.started' || ev.event === 'run.completed') {
             let d
             try { d = JSON.parse(ev.data) } catch {}
-            const stamp = Date.parse(ev.event === 'run.running' ? d?.started_at : d?.ended_at)
+            const stamp = Date.parse(ev.event === 'run.started' ? d?.data?.run?.started_at : d?.data?.run?.ended_at)
             if (Number.isFinite(stamp)) {
               const ms = t - stamp
               // Live: stamped after this stream's open comment arrived (1 ms stamps: a margin of 1).
               const live = s.openAt !== undefined && stamp > s.openAt + 1
-              if (ev.event === 'run.running') (live ? lat.running : lat.runningReplayed).push(ms)
+              if (ev.event === 'run.started') (live ? lat.running : lat.runningReplayed).push(ms)
               else if (live) lat.succeeded.push(ms)
             }
-            if (ev.event === 'run.succeeded') terminal = ev.event
-          } else if (ev.event === 'stream.overflow') {
+            if (ev.event === 'run.completed') terminal = ev.event
+          } else if (ev.event === 'error') {
             problems.overflow++
           } else if (ev.event.startsWith('run.')) {
             terminal = ev.event
@@ -163,8 +163,8 @@ async function delivery () {
       if (s.error && !s.ended) bump(problems.streamErrors, s.error)
       if (!inOrder) problems.wrongOrder++
       if (seen.length !== expectedIds || !s.ended) problems.incomplete++
-      if (terminal !== 'run.succeeded') problems.notSucceeded++
-      if ((!inOrder || seen.length !== expectedIds || !s.ended || terminal !== 'run.succeeded') && problems.examples.length < 5) {
+      if (terminal !== 'run.completed') problems.notSucceeded++
+      if ((!inOrder || seen.length !== expectedIds || !s.ended || terminal !== 'run.completed') && problems.examples.length < 5) {
         problems.examples.push(`${runId}: ${seen.length} events (expected ${expectedIds})${inOrder ? '' : ', out of order'}, last ${terminal ?? 'none'}, ${s.ended ? 'ended' : `not ended${s.error ? ` (${s.error})` : ''}${s.timedOut ? ' (timed out)' : ''}`}`)
       }
     }
@@ -176,7 +176,7 @@ async function delivery () {
     while (started < maxRuns && now() < deadline) {
       started++
       await one()
-      if (now() - lastLog > 5000) { lastLog = now(); log(`delivery: ${finished} runs done, ${lat.succeeded.length} live run.succeeded samples`) }
+      if (now() - lastLog > 5000) { lastLog = now(); log(`delivery: ${finished} runs done, ${lat.succeeded.length} live run.completed samples`) }
     }
   }))
   loop.disable()
@@ -242,7 +242,11 @@ async function capacity () {
     const timer = setTimeout(() => resolve(sub), connectTimeoutMs)
     const sub = new Subscriber(runIds[i % runIds.length], {
       onOpen: () => { clearTimeout(timer); resolve(sub) },
-      onEvent: (s, ev) => { if (ev.event === 'run.cancelled' || ev.event === 'run.succeeded' || ev.event === 'run.failed') { s.terminal = ev.event; terminalSeen.add(s) } },
+      onEvent: (s, ev) => {
+        if (ev.event !== 'run.completed' && ev.event !== 'run.failed') return
+        s.terminal = ev.event === 'run.failed' && ev.data.includes('"reason":"cancelled"') ? 'cancelled' : ev.event
+        terminalSeen.add(s)
+      },
       onEnd: s => { clearTimeout(timer); s.endedAt = now(); resolve(s) }
     })
     subs.push(sub)
@@ -282,7 +286,7 @@ async function capacity () {
     log(`capacity: ${level}: ${alive} alive, ${closed} closed, server RSS ${(rss / 2 ** 20).toFixed(1)} MiB`)
   }
 
-  // Cancel every run: each stream should get run.cancelled and its end.
+  // Cancel every run: each stream should get run.failed (reason cancelled) and its end.
   const wasOpen = subs.filter(s => !s.closed)
   const tCancel = now()
   const cancels = { ok: 0, other: {} }
@@ -299,7 +303,7 @@ async function capacity () {
     cancelled: cancels.ok,
     cancelErrors: cancels.other,
     streamsOpen: wasOpen.length,
-    gotTerminal: wasOpen.filter(s => s.terminal === 'run.cancelled').length,
+    gotTerminal: wasOpen.filter(s => s.terminal === 'cancelled').length,
     endedCleanly: wasOpen.filter(s => s.ended).length,
     stillOpen: wasOpen.filter(s => !s.closed).length,
     lastEndMs: ends.length ? Math.max(...ends) : undefined

@@ -1,6 +1,6 @@
 // Helper of the `runs` scenario (not a baseline): reads the runs a server
-// stored in its LMDB environment (DATA_DIR/state.lmdb, databases `runs-v2`,
-// `run-events-v2`, both JSON text, and `bus-log-v2` (record batches keyed by their last offset): the gateway's, or
+// stored in its LMDB environment (DATA_DIR/state.lmdb, databases `runs-v3`,
+// `run-events-v3`, both JSON text, and `bus-log-v2` (record batches keyed by their last offset): the gateway's, or
 // runs-uws.mjs MODE=lmdb-run's)
 // while that server is still running (LMDB is multi-process; opened
 // read-only here), in a process of its own pinned to the load CPU.
@@ -29,8 +29,8 @@ const to = cfg.to ?? Date.now()
 const topic = cfg.topic ?? 'harness.runs.v1'
 
 const state = open({ path: join(cfg.dataDir, 'state.lmdb'), maxDbs: 32, mapSize: 16 * 1024 ** 3, compression: false, readOnly: true })
-const runs = state.openDB({ name: 'runs-v2', encoding: 'string' })
-const events = state.openDB({ name: 'run-events-v2', encoding: 'string' })
+const runs = state.openDB({ name: 'runs-v3', encoding: 'string' })
+const events = state.openDB({ name: 'run-events-v3', encoding: 'string' })
 const busLog = state.openDB({ name: 'bus-log-v2' })
 
 const IN_FLIGHT = new Set(['queued', 'running'])
@@ -84,7 +84,7 @@ const n = Math.min(cfg.sample ?? 0, inWindow.length)
 const sample = []
 for (let i = 0; i < n; i++) {
   const r = inWindow[Math.floor((i + 0.5) * inWindow.length / n)]
-  const evs = [...events.getRange({ start: [r.id, 0], end: [r.id, Number.MAX_SAFE_INTEGER] })].map(({ value }) => JSON.parse(value)).map(e => `${e.id}:${e.event}`)
+  const evs = [...events.getRange({ start: [r.id, 0], end: [r.id, Number.MAX_SAFE_INTEGER] })].map(({ value }) => JSON.parse(value)).map(e => `${e.id}:${e.type}`)
   sample.push({ run_id: r.id, status: r.status, events: evs })
 }
 

@@ -19,7 +19,7 @@
 //               batches (≤ 500, 5 ms linger, one batch in flight), each one
 //               value of the `bus-log-v2` database keyed by its last offset,
 //               as the local bus does. Same databases, same options, same
-//               run ids.
+//               run ids, the same event objects (the origin's envelope).
 //   memory      echo runs kept in memory, with the gateway's SSE: GET
 //               /runs/{id}/stream (`: stream open`, then replay, then live
 //               events, closed after the terminal one), POST /runs/{id}/cancel,
@@ -54,8 +54,8 @@ if (mode === 'lmdb-put' || mode === 'lmdb-run') {
   if (!dataDir) { process.stderr.write('runs-uws: DATA_DIR is required in the lmdb modes\n'); process.exit(2) }
   mkdirSync(dataDir, { recursive: true })
   state = open({ path: join(dataDir, 'state.lmdb'), maxDbs: 32, mapSize: 16 * 1024 ** 3, compression: false })
-  runsDb = state.openDB({ name: 'runs-v2', encoding: 'string' })
-  eventsDb = state.openDB({ name: 'run-events-v2', encoding: 'string' })
+  runsDb = state.openDB({ name: 'runs-v3', encoding: 'string' })
+  eventsDb = state.openDB({ name: 'run-events-v3', encoding: 'string' })
   busDb = state.openDB({ name: 'bus-log-v2' })
 }
 
@@ -86,6 +86,9 @@ const newRecord = message => ({
   started_at: null,
   ended_at: null,
   result: null,
+  answer: null,
+  artifacts: [],
+  conversation_id: null,
   error: null,
   last_event_id: 0
 })
@@ -119,41 +122,56 @@ function busFlush () {
   })
 }
 
-// src/runs/events.ts: an event's JSON, built once, stored as is and put behind the run's ids for the bus.
-const encodeEvent = (id, event, data) => {
-  const dataJson = JSON.stringify(data)
-  return { id, event, data: dataJson, json: `{"id":${id},"event":"${event}","data":${dataJson}}` }
-}
-const busValue = (runId, tenantId, e) => `{"run_id":${JSON.stringify(runId)},"tenant_id":${JSON.stringify(tenantId)},${e.json.slice(1)}`
-
-let pendingWrites = 0
-/** src/runs/store.ts `append` + src/runs/manager.ts `record`: queue the write now, publish after its commit, in order per run. */
-function appendEvent (run, name, patch, data) {
+// src/runs/events.ts + manager.ts: an event's JSON, built once: stored as is, the SSE data and the bus value.
+const LIFECYCLE = { queued: 'run.queued', running: 'run.started', succeeded: 'run.completed', failed: 'run.failed', cancelled: 'run.failed' }
+const MESSAGES = { queued: 'Run queued', running: 'Run started', succeeded: 'Run completed', cancelled: 'Run cancelled' }
+const owner = record => `"run_id":${JSON.stringify(record.run_id)},"tenant_id":${JSON.stringify(record.tenant_id)}`
+const encodeEvent = (own, id, type, message, dataJson, at) => ({ id, type, json: `{"id":"${id}","type":"${type}","seq":${id},${own},"message":${JSON.stringify(message)},"data":${dataJson},"created_at":"${at}"}` })
+/** The next event of a run: a lifecycle one when `status` is given (the record as its data.run), else an echo step. */
+function nextEvent (run, status, patch, step) {
   const id = run.record.last_event_id + 1
   const record = { ...run.record, ...patch, last_event_id: id }
-  if (name !== 'step') record.status = name.slice(4)
-  const event = encodeEvent(id, name, name === 'step' ? data : record)
+  const at = new Date().toISOString()
+  let event
+  if (status) {
+    record.status = status
+    const json = JSON.stringify(record)
+    const extra = status === 'cancelled' ? ',"reason":"cancelled","error":"cancelled"' : ''
+    event = encodeEvent(run.owner, id, LIFECYCLE[status], MESSAGES[status], `{"status":"${status}"${extra},"run":${json}}`, at)
+    event.record = json
+  } else {
+    event = encodeEvent(run.owner, id, 'echo.step', `Echo step ${step.step}`, JSON.stringify(step), at)
+  }
   run.record = record
+  return event
+}
+
+let pendingWrites = 0
+/** src/runs/store.ts `append` + src/runs/manager.ts `commit`: queue the write now, publish after its commit, in order per run. */
+function appendEvent (run, status, patch, step) {
+  const event = nextEvent(run, status, patch, step)
+  const runId = run.record.run_id
   pendingWrites++
-  const stored = name === 'step'
-    ? eventsDb.put([record.run_id, id], event.json)
+  const stored = event.record === undefined
+    ? eventsDb.put([runId, event.id], event.json)
     : state.batch(() => {
-      runsDb.put(record.run_id, event.data)
-      eventsDb.put([record.run_id, id], event.json)
+      runsDb.put(runId, event.record)
+      eventsDb.put([runId, event.id], event.json)
     })
   run.chain = Promise.all([run.chain, stored]).then(() => {
-    busAdd({ key: record.run_id, value: busValue(record.run_id, record.tenant_id, event), headers: { 'client-id': record.tenant_id, schema: 'run-event@1' } })
+    busAdd({ key: runId, value: event.json, headers: run.headers })
   }).catch(err => process.stderr.write(`runs-uws: append failed: ${err.message}\n`)).finally(() => { pendingWrites-- })
   return run.chain
 }
 
 async function startLmdbRun (message) {
-  const run = { record: newRecord(message), chain: Promise.resolve() }
-  await appendEvent(run, 'run.queued', {})
+  const record = newRecord(message)
+  const run = { record, owner: owner(record), headers: { 'client-id': record.tenant_id, schema: 'run-event@2' }, chain: Promise.resolve() }
+  await appendEvent(run, 'queued', {})
   setImmediate(async () => {
-    appendEvent(run, 'run.running', { started_at: new Date().toISOString() })
-    await appendEvent(run, 'step', {}, { type: 'echo', step: 1, text: message })
-    appendEvent(run, 'run.succeeded', { result: { output: message }, ended_at: new Date().toISOString() })
+    appendEvent(run, 'running', { started_at: new Date().toISOString() })
+    await appendEvent(run, undefined, {}, { step: 1, text: message })
+    appendEvent(run, 'succeeded', { result: { output: message }, answer: message, ended_at: new Date().toISOString() })
   })
   return run.record
 }
@@ -164,18 +182,14 @@ const runs = new Map() // run_id → { record, events: [], subscribers: Set, abo
 const RETAIN_MS = 5000
 
 function formatEvent (e) {
-  return `id: ${e.id}\nevent: ${e.event}\ndata: ${JSON.stringify(e.data)}\n\n`
+  return `id: ${e.id}\nevent: ${e.type}\ndata: ${e.json}\n\n`
 }
 
-function memEmit (run, name, patch, data) {
-  const id = run.record.last_event_id + 1
-  const record = { ...run.record, ...patch, last_event_id: id }
-  if (name !== 'step') record.status = name.slice(4)
-  const event = { id, event: name, data: name === 'step' ? data : record }
-  run.record = record
+function memEmit (run, status, patch, step) {
+  const event = nextEvent(run, status, patch, step)
   run.events.push(event)
   const text = formatEvent(event)
-  const terminal = ['run.succeeded', 'run.failed', 'run.cancelled'].includes(name)
+  const terminal = event.type === 'run.completed' || event.type === 'run.failed'
   for (const sub of run.subscribers) {
     if (sub.closed) continue
     sub.res.cork(() => {
@@ -194,24 +208,25 @@ function memEmit (run, name, patch, data) {
 const clampInt = (v, def, min, max) => (typeof v === 'number' && Number.isInteger(v) ? Math.min(max, Math.max(min, v)) : def)
 
 function startMemoryRun (message, options) {
-  const run = { record: newRecord(message), events: [], subscribers: new Set(), abort: new AbortController(), done: false }
+  const record = newRecord(message)
+  const run = { record, owner: owner(record), events: [], subscribers: new Set(), abort: new AbortController(), done: false }
   runs.set(run.record.run_id, run)
-  memEmit(run, 'run.queued', {})
+  memEmit(run, 'queued', {})
   const steps = clampInt(options?.steps, 1, 0, 1000)
   const delay = clampInt(options?.delay_ms, 0, 0, 60000)
   setImmediate(async () => {
     if (run.done) return
-    memEmit(run, 'run.running', { started_at: new Date().toISOString() })
+    memEmit(run, 'running', { started_at: new Date().toISOString() })
     try {
       for (let i = 1; i <= steps; i++) {
         if (delay > 0) await sleep(delay, undefined, { signal: run.abort.signal })
         if (run.done) return
-        memEmit(run, 'step', {}, { type: 'echo', step: i, text: message })
+        memEmit(run, undefined, {}, { step: i, text: message })
       }
     } catch { return } // cancelled during the sleep
     if (run.done) return
     run.done = true
-    memEmit(run, 'run.succeeded', { result: { output: message }, ended_at: new Date().toISOString() })
+    memEmit(run, 'succeeded', { result: { output: message }, answer: message, ended_at: new Date().toISOString() })
   })
   return run.record
 }
@@ -260,7 +275,7 @@ const app = uWS.App().any('/*', (res, req) => {
       if (run.done) return send(res, '409 Conflict', '{"error":"run_not_in_flight"}')
       run.done = true
       run.abort.abort()
-      memEmit(run, 'run.cancelled', { ended_at: new Date().toISOString() })
+      memEmit(run, 'cancelled', { ended_at: new Date().toISOString() })
       return send(res, '200 OK', run.record)
     }
   }

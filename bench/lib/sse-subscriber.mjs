@@ -128,7 +128,7 @@ export class Subscriber {
       }
       if (event !== undefined || data !== undefined) {
         this.events++
-        if (event === 'step') this.steps++
+        if (event === 'echo.step') this.steps++
         this.onEvent?.(this, { id, event: event ?? 'message', data }, t)
       }
     }

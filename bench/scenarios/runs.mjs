@@ -13,7 +13,7 @@
 //                 gateway-log-warn  the same at LOG_LEVEL=warn: no access-log line
 //   delivery    bench/baselines/runs-client.mjs keeps K echo runs (N steps,
 //               D ms apart) in flight, S streams each, and times every
-//               run.succeeded from the server's ended_at stamp to its arrival
+//               run.completed from the server's ended_at stamp to its arrival
 //               (same machine, same clock), at a light load (10 × 2) and at
 //               the full one (50 × 4). Rows: uws-sse-memory (runs-uws.mjs
 //               MODE=memory: the same SSE, nothing persisted), gateway.

@@ -60,7 +60,7 @@ export const variables = [
   { name: 'KAFKA_TOPIC_PARTITIONS', type: 'integer', default: 6, minimum: 1, description: 'partitions of topics the gateway creates' },
   { name: 'TOPIC_TELEMETRY', type: 'string', default: 'asset.telemetry.v1', description: 'telemetry topic, key `asset_id`' },
   { name: 'TOPIC_EVIDENCE', type: 'string', default: 'stream.events.v1', description: 'evidence topic, key `client_id/device_id`' },
-  { name: 'TOPIC_RUNS', type: 'string', default: 'harness.runs.v1', description: 'run transitions, key `run_id`' },
+  { name: 'TOPIC_RUNS', type: 'string', default: 'harness.runs.v1', description: 'every event of every run, key `run_id`' },
 
   // Telemetry
   { name: 'TELEMETRY_BATCH_MAX', type: 'integer', default: 500, minimum: 1, description: 'records per batch' },

@@ -22,6 +22,7 @@ export const FRONTED_ROUTES: readonly FrontedRoute[] = [
   { method: 'GET', path: '/runs/{id}' },
   { method: 'GET', path: '/runs/{id}/stream' },
   { method: 'POST', path: '/runs/{id}/cancel' },
+  { method: 'GET', path: '/skills', query: true },
   { method: 'GET', path: '/health' },
   { method: 'GET', path: '/health/ready' }
 ]

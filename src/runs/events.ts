@@ -1,33 +1,52 @@
-import type { RunEvent, RunEventName } from './types.js'
+import type { RunEvent } from './types.js'
 
 /**
- * Serialises an event once. `json` is exactly `JSON.stringify({ id, event, data })`
- * (event names need no escaping), built around `data`'s JSON so that text is
- * produced a single time and shared by the stored value, the SSE frame and
- * the bus message.
+ * The part of every event of a run that names it, `"run_id":…,"tenant_id":…`,
+ * serialised once per run. With the tenant in each event, a stored event, an
+ * SSE frame and a bus message each say whose it is without the record.
  */
-export function encodeEvent (id: number, event: RunEventName, data: object): RunEvent {
-  const dataJson = JSON.stringify(data)
-  return { id, event, data: dataJson, json: `{"id":${id},"event":"${event}","data":${dataJson}}` }
+export function eventOwner (runId: string, tenantId: string): string {
+  return `"run_id":${JSON.stringify(runId)},"tenant_id":${JSON.stringify(tenantId)}`
 }
 
-/** The layout `encodeEvent` writes: `data` is everything between `"data":` and the closing brace. */
-const STORED = /^\{"id":(\d+),"event":"([^"]+)","data":([\s\S]*)\}$/
+/**
+ * Serialises an event once, to the object the origin's client reads,
+ * `{id, type, seq, run_id, tenant_id, message, data, created_at}`: `id` is
+ * the decimal string of `seq`, the run's dense event number. `type` comes from
+ * the catalogue and `createdAt` from `toISOString`, so neither needs escaping;
+ * `dataJson` is the JSON of the data object. `id` and `type` lead, so a stored
+ * event is read back (`decodeEvent`) without parsing it.
+ */
+export function encodeEvent (owner: string, id: number, type: string, message: string, dataJson: string, createdAt: string): RunEvent {
+  return { id, type, json: `{"id":"${id}","type":"${type}","seq":${id},${owner},"message":${JSON.stringify(message)},"data":${dataJson},"created_at":"${createdAt}"}` }
+}
 
-/** Reads back an event stored as its `json`, without parsing `data`. */
+/** The layout `encodeEvent` writes, as far as reading it back needs. */
+const STORED = /^\{"id":"(\d+)","type":"([a-z_.]+)"/
+
+/** Reads back an event stored as its `json`, without parsing it. */
 export function decodeEvent (json: string): RunEvent {
   const m = STORED.exec(json)
   if (!m) throw new Error(`not a stored run event: ${json.slice(0, 80)}`)
-  return { id: Number(m[1]), event: m[2] as RunEventName, data: m[3]!, json }
+  return { id: Number(m[1]), type: m[2]!, json }
 }
 
-/** The `TOPIC_RUNS` message value, `{run_id, tenant_id, ...event}`: the event's JSON with the run's ids put in front. */
-export function busValue (runId: string, tenantId: string, e: RunEvent): string {
-  return `{"run_id":${JSON.stringify(runId)},"tenant_id":${JSON.stringify(tenantId)},${e.json.slice(1)}`
-}
-
-/** `text/event-stream` frame of an event, built once however many subscribers it goes to. */
+/**
+ * `text/event-stream` frame of an event, built once however many subscribers
+ * it goes to: `id` (what Last-Event-ID resumes after), `event` (its type) and
+ * the event object as `data`. JSON escapes CR and LF, so `data` is one line.
+ */
 export function formatEvent (e: RunEvent): string {
-  e.frame ??= `id: ${e.id}\nevent: ${e.event}\ndata: ${e.data}\n\n`
+  e.frame ??= `id: ${e.id}\nevent: ${e.type}\ndata: ${e.json}\n\n`
   return e.frame
+}
+
+/**
+ * The frame that ends a stream early, as the origin harness ends one:
+ * `event: error` with `{error, run_id}` (its client raises it with `error` as
+ * the code), plus the last id sent so the caller can resume after it. No
+ * `id:` line, so an EventSource keeps the last event's id.
+ */
+export function errorFrame (runId: string, error: string, lastEventId: number): string {
+  return `event: error\ndata: ${JSON.stringify({ error, run_id: runId, last_event_id: lastEventId })}\n\n`
 }

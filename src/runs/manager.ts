@@ -1,29 +1,35 @@
 import type { Logger } from 'pino'
 import { createActor, type Actor } from 'xstate'
-import type { BusMessage } from '../bus/index.js'
+import { LIFECYCLE_EVENT, STEP_EVENT_TYPES } from './catalogue.js'
 import { runLifecycle, type RunMachineEvent } from './machine.js'
 import { ModeError, type Mode } from './modes/index.js'
-import { busValue, encodeEvent } from './events.js'
+import { encodeEvent, eventOwner } from './events.js'
 import type { RunHub } from './hub.js'
 import { uuidv7 } from './ids.js'
 import type { RunStore } from './store.js'
-import { isTerminal, type RunEventName, type RunRecord } from './types.js'
+import { isTerminal, type RunEvent, type RunRecord } from './types.js'
 
 const INTERRUPTED = { code: 'interrupted', message: 'the process stopped while the run was in flight' }
 
+/** Where committed events go after the live subscribers: the bus relay (`RunOutbox`). */
+export interface EventSink {
+  track(runId: string, tenantId: string, createdAt: number): void
+  add(runId: string, event: RunEvent, terminal: boolean): void
+}
+
 interface ActiveRun {
   record: RunRecord
+  /** `"run_id":…,"tenant_id":…` of every event of the run. */
+  owner: string
   actor: Actor<typeof runLifecycle>
-  /** Stores, then streams, then publishes each event in order. */
+  /** Stores, then streams, then hands to the sink each event in order. */
   chain: Promise<void>
-  /** Events of `chain` not yet streamed and published. */
+  /** Events of `chain` not yet streamed. */
   pending: number
   /** Cancelled or interrupted: the mode is told to stop and its steps are no longer recorded. */
   stopped: boolean
   /** Made when the mode first reads its signal: an echo run without a delay never does. */
   abort?: AbortController
-  /** The bus headers of every event of the run. */
-  headers: Record<string, string>
   /** Made when someone first waits for the end (most runs are never waited for). */
   ended?: Promise<RunRecord>
   end?: (record: RunRecord) => void
@@ -34,11 +40,12 @@ export interface StartRun {
   mode: string
   message: string
   options: Record<string, unknown>
+  conversationId: string | null
 }
 
 /**
  * Runs as xstate actors. Every transition and step is appended to LMDB first,
- * then handed to live subscribers, then to the bus, in order per run.
+ * then handed to live subscribers, then to the bus relay, in order per run.
  */
 export class RunManager {
   private readonly active = new Map<string, ActiveRun>()
@@ -47,7 +54,7 @@ export class RunManager {
     private readonly store: RunStore,
     private readonly hub: RunHub,
     private readonly modes: ReadonlyMap<string, Mode>,
-    private readonly publish: (message: BusMessage) => void,
+    private readonly sink: EventSink,
     private readonly log: Logger
   ) {}
 
@@ -59,30 +66,40 @@ export class RunManager {
     return this.active.get(runId)?.record ?? this.store.get(runId)
   }
 
+  /** True until the run's last event has been stored and streamed: after that, nothing more comes. */
+  isActive (runId: string): boolean {
+    return this.active.has(runId)
+  }
+
   get inFlight (): number {
     return this.active.size
   }
 
   /** Creates the run (stored as queued before this resolves) and starts it on the next turn. */
   async start (input: StartRun): Promise<RunRecord> {
+    const now = Date.now()
+    const createdAt = new Date(now).toISOString()
     const record: RunRecord = {
-      run_id: `run-${uuidv7()}`,
+      run_id: `run-${uuidv7(now)}`,
       tenant_id: input.tenant,
       mode: input.mode,
       message: input.message,
       status: 'queued',
-      created_at: new Date().toISOString(),
+      created_at: createdAt,
       started_at: null,
       ended_at: null,
       result: null,
+      answer: null,
+      artifacts: [],
+      conversation_id: input.conversationId,
       error: null,
       last_event_id: 1
     }
     const actor = createActor(runLifecycle).start()
-    const headers = { 'client-id': record.tenant_id, schema: 'run-event@1' }
-    const run: ActiveRun = { record, actor, chain: Promise.resolve(), pending: 0, stopped: false, headers }
+    const run: ActiveRun = { record, owner: eventOwner(record.run_id, record.tenant_id), actor, chain: Promise.resolve(), pending: 0, stopped: false }
     this.active.set(record.run_id, run)
-    this.record(run, record, 'run.queued', record)
+    this.sink.track(record.run_id, record.tenant_id, now)
+    this.commit(run, record, lifecycleEvent(run.owner, record, createdAt))
     await run.chain
     setImmediate(() => { this.execute(run, input).catch(err => this.log.error({ err, runId: record.run_id }, 'run execution failed')) })
     return run.record
@@ -113,12 +130,13 @@ export class RunManager {
   /**
    * After a crash, runs that were in flight cannot be resumed safely (a mode
    * may have half-done side effects), so each is failed with `interrupted`.
+   * Call before the relay starts: it publishes these ends with the rest.
    */
   async recover (): Promise<number> {
     const ended = [...this.store.inFlight()].map(stale => {
-      const id = stale.last_event_id + 1
-      const record: RunRecord = { ...stale, status: 'failed', ended_at: new Date().toISOString(), error: INTERRUPTED, last_event_id: id }
-      return this.store.append(record.run_id, encodeEvent(id, 'run.failed', record))
+      const endedAt = new Date().toISOString()
+      const record: RunRecord = { ...stale, status: 'failed', ended_at: endedAt, error: INTERRUPTED, last_event_id: stale.last_event_id + 1 }
+      return this.store.append(record.run_id, lifecycleEvent(eventOwner(record.run_id, record.tenant_id), record, endedAt))
     })
     await Promise.all(ended)
     return ended.length
@@ -146,13 +164,16 @@ export class RunManager {
         message: input.message,
         options: input.options,
         get signal () { return signal(run) },
-        emit: async step => {
+        emit: async (type, message, data) => {
           if (run.stopped) throw new DOMException('the run was stopped', 'AbortError')
-          this.record(run, { ...run.record, last_event_id: run.record.last_event_id + 1 }, 'step', step)
+          if (!STEP_EVENT_TYPES.has(type)) throw new Error(`mode ${input.mode} emitted an event of unknown type ${JSON.stringify(type)}`)
+          const record = { ...run.record, last_event_id: run.record.last_event_id + 1 }
+          this.commit(run, record, encodeEvent(run.owner, record.last_event_id, type, message, JSON.stringify(data), new Date().toISOString()))
           await run.chain
         }
       })
-      this.transition(run, { type: 'SUCCEED' }, { result, ended_at: new Date().toISOString() })
+      const output = (result as { output?: unknown } | null | undefined)?.output
+      this.transition(run, { type: 'SUCCEED' }, { result, answer: typeof output === 'string' ? output : null, ended_at: new Date().toISOString() })
     } catch (err) {
       const error = err instanceof ModeError ? { code: err.code, message: err.message } : { code: 'mode_failed', message: (err as Error).message }
       this.transition(run, { type: 'FAIL' }, { error, ended_at: new Date().toISOString() })
@@ -167,18 +188,17 @@ export class RunManager {
     const status = run.actor.getSnapshot().context
     if (status === before) return false
     const record = { ...run.record, ...patch, status, last_event_id: run.record.last_event_id + 1 }
-    this.record(run, record, `run.${status}`, record)
+    this.commit(run, record, lifecycleEvent(run.owner, record, record.ended_at ?? record.started_at ?? record.created_at))
     return true
   }
 
   /**
    * Records the event that made `record` (its id is `record.last_event_id`):
-   * encodes it and queues its write at once, then streams and publishes it
-   * once it is committed and the run's previous events have been, so a run
-   * never waits for one commit per event.
+   * queues its write at once, then streams it and hands it to the relay once
+   * it is committed and the run's previous events have been, so a run never
+   * waits for one commit per event.
    */
-  private record (run: ActiveRun, record: RunRecord, name: RunEventName, data: object): void {
-    const event = encodeEvent(record.last_event_id, name, data)
+  private commit (run: ActiveRun, record: RunRecord, event: RunEvent): void {
     run.record = record
     const stored = this.store.append(record.run_id, event)
     // Usually every earlier event has been streamed already (a mode's emit
@@ -187,7 +207,7 @@ export class RunManager {
     run.pending++
     run.chain = ready.then(() => {
       this.hub.publish(record.run_id, event)
-      this.publish({ key: record.run_id, value: busValue(record.run_id, record.tenant_id, event), headers: run.headers })
+      this.sink.add(record.run_id, event, event.record !== undefined && isTerminal(record.status))
       this.settle(run, record)
     }, err => {
       this.log.error({ err, runId: record.run_id }, 'could not store a run event; it is neither streamed nor published')
@@ -204,6 +224,35 @@ export class RunManager {
     this.active.delete(record.run_id)
     run.end?.(record)
   }
+}
+
+/**
+ * The event a status is entered with (`LIFECYCLE_EVENT`), carrying the record
+ * as of it under `data.run`; that same JSON is what `runs-v3` stores. A
+ * cancelled run ends with `run.failed` whose data says `reason: "cancelled"`,
+ * as the origin harness ends one.
+ */
+function lifecycleEvent (owner: string, record: RunRecord, at: string): RunEvent {
+  const json = JSON.stringify(record)
+  let message: string
+  let extra = ''
+  switch (record.status) {
+    case 'queued': message = 'Run queued'; break
+    case 'running': message = 'Run started'; break
+    case 'succeeded': message = 'Run completed'; break
+    case 'cancelled':
+      message = 'Run cancelled'
+      extra = ',"reason":"cancelled","error":"cancelled"'
+      break
+    case 'failed': {
+      const code = record.error?.code ?? 'mode_failed'
+      message = `Run failed: ${record.error?.message ?? code}`
+      extra = `,"reason":${code === INTERRUPTED.code ? '"interrupted"' : '"error"'},"error":${JSON.stringify(code)}`
+    }
+  }
+  const event = encodeEvent(owner, record.last_event_id, LIFECYCLE_EVENT[record.status], message, `{"status":"${record.status}"${extra},"run":${json}}`, at)
+  event.record = json
+  return event
 }
 
 function stop (run: ActiveRun): void {

@@ -1,29 +1,46 @@
 import type { RequestContext } from '../http/index.js'
-import { formatEvent } from './events.js'
+import { errorFrame, formatEvent } from './events.js'
 import type { RunEvent } from './types.js'
+
+/** A replay is written in pieces of about this many bytes (or a quarter of the buffer), each once the socket took the one before. */
+const REPLAY_CHUNK_BYTES = 64 * 1024
 
 /**
  * One server-sent-event subscriber. Writes go straight to the socket; what
- * the socket has not taken yet is counted, and a subscriber that falls more
- * than `maxBuffered` bytes behind gets a final `stream.overflow` event (with
- * the last id it was sent, to resume from) and is closed, so one slow reader
- * never holds memory or delays the others.
+ * the socket has not taken yet is counted. A subscriber that falls more than
+ * `maxBuffered` bytes behind, or whose socket takes nothing for two heartbeat
+ * intervals, gets a final `event: error` frame (`stream_overflow`, with the
+ * last id it was sent, to resume from) and is closed, so one slow reader
+ * never holds memory or delays the others. Events at or before the last id
+ * sent (or the caller's Last-Event-ID) are never sent again.
  */
 export class SseStream {
   private buffered = 0
-  private lastId = 0
+  private backedUpAt = 0
   private heartbeat: NodeJS.Timeout | undefined
-  private closed = false
+  private readonly closeHandlers: Array<() => void> = []
+  private writable: Array<() => void> = []
+  private readonly chunkBytes: number
+  closed = false
 
-  constructor (private readonly ctx: RequestContext, private readonly maxBuffered: number, heartbeatMs: number, private readonly onClose: () => void) {
+  constructor (private readonly ctx: RequestContext, private readonly runId: string, private readonly maxBuffered: number, heartbeatMs: number, private lastId: number) {
+    this.chunkBytes = Math.min(REPLAY_CHUNK_BYTES, Math.floor(maxBuffered / 4))
     ctx.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive', 'x-accel-buffering': 'no' })
     ctx.write(': stream open\n\n')
     ctx.onWritable(() => {
       this.buffered = 0
+      this.wake()
       return true
     })
     ctx.onAbort(() => this.close(false))
-    this.heartbeat = setInterval(() => this.send(': heartbeat\n\n'), heartbeatMs)
+    this.heartbeat = setInterval(() => {
+      if (this.buffered > 0 && Date.now() - this.backedUpAt >= 2 * heartbeatMs) this.overflow()
+      else this.send(': heartbeat\n\n')
+    }, heartbeatMs)
+  }
+
+  onClose (handler: () => void): void {
+    this.closeHandlers.push(handler)
   }
 
   event (e: RunEvent): void {
@@ -32,18 +49,56 @@ export class SseStream {
     this.send(formatEvent(e))
   }
 
-  /** Ends the stream (after a terminal event). */
+  /**
+   * Writes `list` from index `from` on, in pieces of about REPLAY_CHUNK_BYTES,
+   * until the socket backs up; returns the index of the first event not
+   * written (`list.length` when all were). Wait for `drained()` to go on.
+   */
+  replay (list: readonly RunEvent[], from: number): number {
+    let i = from
+    while (i < list.length && !this.closed) {
+      let text = ''
+      while (i < list.length && text.length < this.chunkBytes) {
+        const e = list[i++]!
+        if (e.id <= this.lastId) continue
+        this.lastId = e.id
+        text += formatEvent(e)
+      }
+      if (text !== '' && !this.send(text)) return i
+    }
+    return i
+  }
+
+  /** Resolves when the socket has taken what was queued for it, or the stream closed. */
+  drained (): Promise<void> {
+    if (this.closed || this.buffered === 0) return Promise.resolve()
+    return new Promise(resolve => { this.writable.push(resolve) })
+  }
+
+  /** Ends the stream (after a terminal event, or when nothing more will come). */
   end (): void {
     this.close(true)
   }
 
-  private send (text: string): void {
-    if (this.closed) return
-    if (!this.ctx.write(text)) this.buffered += text.length
-    if (this.buffered > this.maxBuffered) {
-      this.ctx.write(`event: stream.overflow\ndata: ${JSON.stringify({ reason: 'subscriber too slow', last_event_id: this.lastId })}\n\n`)
-      this.close(true)
-    }
+  /** False when the socket did not take all of `text` (it is queued, and counted). */
+  private send (text: string): boolean {
+    if (this.closed) return false
+    if (this.ctx.write(text)) return true
+    if (this.buffered === 0) this.backedUpAt = Date.now()
+    this.buffered += text.length
+    if (this.buffered > this.maxBuffered) this.overflow()
+    return false
+  }
+
+  private overflow (): void {
+    this.ctx.write(errorFrame(this.runId, 'stream_overflow', this.lastId))
+    this.close(true)
+  }
+
+  private wake (): void {
+    const waiting = this.writable
+    this.writable = []
+    for (const resolve of waiting) resolve()
   }
 
   private close (end: boolean): void {
@@ -51,6 +106,7 @@ export class SseStream {
     this.closed = true
     clearInterval(this.heartbeat)
     if (end) this.ctx.end()
-    this.onClose()
+    this.wake()
+    for (const handler of this.closeHandlers) handler()
   }
 }

@@ -16,33 +16,34 @@ export interface RunRecord {
   created_at: string
   started_at: string | null
   ended_at: string | null
+  /** What the mode returned. */
   result: unknown
+  /** The final text (the mode result's `output` when it is a string), else null. */
+  answer: string | null
+  /** Always empty: no mode produces artifacts yet. Kept for the origin's clients, which read it. */
+  artifacts: unknown[]
+  /** Passed through from the request, for the caller to group runs by. */
+  conversation_id: string | null
   error: RunError | null
   last_event_id: number
 }
 
-/** `run.<status>` for transitions, `step` for what a mode reports along the way. */
-export type RunEventName = `run.${RunStatus}` | 'step'
-
-/** An event of a run, serialised once (`encodeEvent`): stored, streamed and published as this text. */
+/**
+ * An event of a run, serialised once (`encodeEvent`): the same text is
+ * stored, is the `data` of its SSE frame and the value of its bus message.
+ */
 export interface RunEvent {
+  /** Dense per run from 1; on the wire it is `id` (a string) and `seq` (this number). */
   id: number
-  event: RunEventName
-  /** JSON of the event's data: a step, or the run's record after a transition. */
-  data: string
-  /** JSON of the whole event, `{id, event, data}`: the stored value. */
+  type: string
+  /** The whole event object, `{id, type, seq, run_id, tenant_id, message, data, created_at}`. */
   json: string
+  /** For a lifecycle event when it was made (not when read back): the run's record as of it, as JSON. */
+  record?: string
   /** Its `text/event-stream` frame, made by `formatEvent` on first use and shared by every subscriber. */
   frame?: string
 }
 
 export function isTerminal (status: RunStatus): boolean {
   return (TERMINAL as readonly string[]).includes(status)
-}
-
-const TERMINAL_EVENTS: ReadonlySet<string> = new Set(TERMINAL.map(s => `run.${s}`))
-
-/** The last event a run's stream carries. */
-export function isTerminalEvent (e: RunEvent): boolean {
-  return TERMINAL_EVENTS.has(e.event)
 }

@@ -59,7 +59,7 @@ t.test('HS256 service token: exchanged for an RS256 token of this service', asyn
   const stream = await fetch(door('acme', `runs/${id}/stream`), { headers: { authorization: `Bearer ${hs}` } })
   t.equal(stream.headers.get('content-type'), 'text/event-stream')
   const events = await readSse(stream)
-  t.same(events.map(e => e.event), ['run.queued', 'run.running', 'step', 'step', 'step', 'run.succeeded'], 'the stream is proxied live')
+  t.same(events.map(e => e.event), ['run.queued', 'run.started', 'echo.step', 'echo.step', 'echo.step', 'run.completed'], 'the stream is proxied live')
   const wrongSecret = await new SignJWT({}).setProtectedHeader({ alg: 'HS256' }).setSubject('svc-billing').setExpirationTime('5m').sign(new TextEncoder().encode('not-the-secret-0123456789abcdefghij'))
   const rejected = await fetch(door('acme', 'runs'), { method: 'POST', headers: { authorization: `Bearer ${wrongSecret}` }, body: '{"message":"x"}' })
   t.same([rejected.status, await rejected.json()], [401, { detail: 'auth_failed:invalid_signature' }])

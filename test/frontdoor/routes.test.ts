@@ -92,6 +92,7 @@ t.test('each fronted route reaches the harness at its base path, built from the 
     ['GET', '/runs/run-0190a1b2-c3d4', '/base/runs/run-0190a1b2-c3d4'],
     ['GET', '/runs/run-1/stream', '/base/runs/run-1/stream'],
     ['POST', '/runs/run-1/cancel', '/base/runs/run-1/cancel'],
+    ['GET', '/skills?tenant=acme', '/base/skills?tenant=acme'],
     ['GET', '/health', '/base/health'],
     ['GET', '/health/ready', '/base/health/ready']
   ] as const

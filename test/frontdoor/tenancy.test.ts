@@ -128,7 +128,7 @@ t.test('end to end with the assertion secret: the door works, the harness port a
   t.equal(started.status, 202)
   const { run_id: id } = await started.json() as any
   const events = await readSse(await fetch(door('acme', `runs/${id}/stream`), { headers: { authorization: `Bearer ${acme}` } }))
-  t.equal(events.at(-1)?.event, 'run.succeeded')
+  t.equal(events.at(-1)?.event, 'run.completed')
   const record = await fetch(door('acme', `runs/${id}`), { headers: { authorization: `Bearer ${acme}` } })
   t.match([record.status, await record.json()], [200, { run_id: id, tenant_id: 'acme-t' }])
   const direct = await fetch(`${harnessUrl}/runs/${id}`, { headers: { authorization: `Bearer ${acme}`, 'x-svc-tenant-client-id': 'acme-t' } })

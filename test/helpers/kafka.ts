@@ -74,3 +74,25 @@ export async function consumeBetween (brokers: string, topic: string, min: numbe
   }
   return out
 }
+
+/**
+ * `consumeBetween` with no upper bound, for at-least-once topics where the
+ * caller counts the copies itself: at least `expected` messages within
+ * `timeoutMs` (or it fails), then on until quiet for `settleMs`, so a
+ * duplicate after the first `expected` is in the result.
+ */
+export function consumeSettled (brokers: string, topic: string, expected: number, settleMs = SETTLE_MS, timeoutMs = 60_000): Promise<Consumed[]> {
+  return consumeBetween(brokers, topic, expected, Infinity, { settleMs, timeoutMs })
+}
+
+/** The next offset of each partition of `topic` (where the next message will go). */
+export async function endOffsets (brokers: string, topic: string): Promise<Map<number, bigint>> {
+  const kafka = new Kafka({ clientId: 'test-admin', brokers: brokers.split(','), logLevel: logLevel.NOTHING })
+  const admin = kafka.admin()
+  await admin.connect()
+  try {
+    return new Map((await admin.fetchTopicOffsets(topic)).map(p => [p.partition, BigInt(p.offset)]))
+  } finally {
+    await admin.disconnect()
+  }
+}

@@ -1,37 +1,40 @@
 import t from 'tap'
-import { busValue, decodeEvent, encodeEvent, formatEvent } from '../../src/runs/events.js'
+import { decodeEvent, encodeEvent, errorFrame, eventOwner, formatEvent } from '../../src/runs/events.js'
 import { uuidv7 } from '../../src/runs/ids.js'
 
 const record = {
   run_id: 'run-1', tenant_id: 'acme', mode: 'echo', message: 'say "hi"\nthen \u2603 and \ud800', status: 'succeeded',
   created_at: '2026-01-01T00:00:00.000Z', started_at: null, ended_at: null, result: undefined, error: null, last_event_id: 3
 }
-const step = { type: 'echo', step: 1, text: '}{"data":', nested: { list: [1, 'two', null], '2': 'integer-like key' } }
+const step = { step: 1, text: '}{"data":', nested: { list: [1, 'two', null], '2': 'integer-like key' } }
+const at = '2026-01-01T00:00:01.000Z'
 
-t.test('an event is encoded once to exactly what JSON.stringify gives, and read back without parsing its data', async t => {
-  for (const [id, name, data] of [[1, 'run.queued', record], [2, 'step', step], [12345, 'run.succeeded', {}]] as const) {
-    const e = encodeEvent(id, name, data)
-    t.equal(e.json, JSON.stringify({ id, event: name, data }), `${name}: stored JSON`)
-    t.equal(e.data, JSON.stringify(data), `${name}: data JSON`)
-    t.same(decodeEvent(e.json), e, `${name}: decoded as encoded`)
+t.test('an event is encoded once to exactly what JSON.stringify gives for the origin\'s envelope, and read back without parsing', async t => {
+  const owner = eventOwner('run-1', 'acme "corp"\n')
+  for (const [id, type, message, data] of [[1, 'run.queued', 'Run queued', { status: 'queued', run: record }], [2, 'echo.step', 'a "step"\u2028', step], [12345, 'run.completed', '', {}]] as const) {
+    const e = encodeEvent(owner, id, type, message, JSON.stringify(data), at)
+    t.equal(e.json, JSON.stringify({ id: String(id), type, seq: id, run_id: 'run-1', tenant_id: 'acme "corp"\n', message, data, created_at: at }), `${type}: the event object`)
+    t.same(decodeEvent(e.json), { id, type, json: e.json }, `${type}: decoded as encoded`)
   }
-  t.throws(() => decodeEvent('{"id":1,"data":{}}'), /not a stored run event/)
+  t.throws(() => decodeEvent('{"id":1,"event":"step","data":{}}'), /not a stored run event/, 'the previous envelope is not read')
 })
 
-t.test('the bus value and the SSE frame are the previous ones, byte for byte', async t => {
-  for (const [id, name, data] of [[1, 'run.queued', record], [2, 'step', step]] as const) {
-    const e = encodeEvent(id, name, data)
-    t.equal(busValue('run-1', 'acme "corp"', e), JSON.stringify({ run_id: 'run-1', tenant_id: 'acme "corp"', id, event: name, data }), `${name}: bus value`)
-    t.equal(formatEvent(e), `id: ${id}\nevent: ${name}\ndata: ${JSON.stringify(data)}\n\n`, `${name}: SSE frame`)
-  }
+t.test('the SSE frame: id, the type as event, the whole object as one data line; the error frame', async t => {
+  const e = encodeEvent(eventOwner('run-1', 'acme'), 7, 'echo.step', 'line one\r\nline two', JSON.stringify({ text: 'a\nb\rc' }), at)
+  const frame = formatEvent(e)
+  t.equal(frame, `id: 7\nevent: echo.step\ndata: ${e.json}\n\n`)
+  t.equal(frame.split('\n').length, 5, 'CR and LF in the data are escaped: one data line')
+  t.notOk(frame.includes('\r'))
+  t.equal(formatEvent(e), frame, 'built once')
+  t.equal(errorFrame('run-"1"', 'stream_overflow', 4), 'event: error\ndata: {"error":"stream_overflow","run_id":"run-\\"1\\"","last_event_id":4}\n\n')
 })
 
 t.test('run ids are UUIDv7: time first, so later ids sort later; random after', async t => {
-  const at = Date.parse('2026-05-01T12:00:00.000Z')
-  const id = uuidv7(at)
+  const ms = Date.parse('2026-05-01T12:00:00.000Z')
+  const id = uuidv7(ms)
   t.match(id, /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/)
-  t.equal(parseInt(id.slice(0, 8) + id.slice(9, 13), 16), at, 'the first 48 bits are the time in ms')
-  t.ok(uuidv7(at) < uuidv7(at + 1), 'a later millisecond sorts later')
-  const many = new Set(Array.from({ length: 10_000 }, () => uuidv7(at)))
+  t.equal(parseInt(id.slice(0, 8) + id.slice(9, 13), 16), ms, 'the first 48 bits are the time in ms')
+  t.ok(uuidv7(ms) < uuidv7(ms + 1), 'a later millisecond sorts later')
+  const many = new Set(Array.from({ length: 10_000 }, () => uuidv7(ms)))
   t.equal(many.size, 10_000, 'ids of the same millisecond differ')
 })

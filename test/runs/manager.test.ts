@@ -1,10 +1,9 @@
 import t from 'tap'
 import pino from 'pino'
 import { openState } from '../../src/state/index.js'
-import type { BusMessage } from '../../src/bus/index.js'
-import { encodeEvent } from '../../src/runs/events.js'
+import { encodeEvent, eventOwner } from '../../src/runs/events.js'
 import { RunHub } from '../../src/runs/hub.js'
-import { RunManager } from '../../src/runs/manager.js'
+import { RunManager, type EventSink } from '../../src/runs/manager.js'
 import { echo } from '../../src/runs/modes/echo.js'
 import type { Mode } from '../../src/runs/modes/index.js'
 import { RunStore } from '../../src/runs/store.js'
@@ -15,14 +14,29 @@ function setup (t: { testdir: () => string, teardown: (fn: () => unknown) => voi
   t.teardown(() => state.close())
   const store = new RunStore(state)
   const hub = new RunHub()
-  const published: BusMessage[] = []
-  const manager = new RunManager(store, hub, new Map([['echo', echo], ...Object.entries(modes)]), m => { published.push(m) }, pino({ level: 'silent' }))
-  return { store, hub, published, manager }
+  const published: Array<{ runId: string, event: RunEvent, terminal: boolean }> = []
+  const tracked: Array<{ runId: string, tenantId: string, createdAt: number }> = []
+  const sink: EventSink = {
+    track: (runId, tenantId, createdAt) => { tracked.push({ runId, tenantId, createdAt }) },
+    add: (runId, event, terminal) => { published.push({ runId, event, terminal }) }
+  }
+  const manager = new RunManager(store, hub, new Map([['echo', echo], ...Object.entries(modes)]), sink, pino({ level: 'silent' }))
+  return { store, hub, published, tracked, manager }
 }
 
-t.test('concurrent runs: each event is stored before it is streamed and published, in order per run', async t => {
-  const { store, hub, published, manager } = setup(t)
-  const runs = await Promise.all(Array.from({ length: 20 }, (_, i) => manager.start({ tenant: 'acme', mode: 'echo', message: `m${i}`, options: { steps: 10 } })))
+const at = '2026-01-01T00:00:00.000Z'
+function lifecycle (r: RunRecord, type: string): RunEvent {
+  const json = JSON.stringify(r)
+  const e = encodeEvent(eventOwner(r.run_id, r.tenant_id), r.last_event_id, type, r.status, `{"status":"${r.status}","run":${json}}`, at)
+  e.record = json
+  return e
+}
+
+t.test('concurrent runs: each event is stored before it is streamed and handed to the relay, in order per run', async t => {
+  const { store, hub, published, tracked, manager } = setup(t)
+  const runs = await Promise.all(Array.from({ length: 20 }, (_, i) => manager.start({ tenant: 'acme', mode: 'echo', message: `m${i}`, options: { steps: 10 }, conversationId: null })))
+  t.same(tracked.map(r => [r.runId, r.tenantId]), runs.map(r => [r.run_id, 'acme']), 'the relay learns of each run as it is made')
+  t.same(tracked.map(r => new Date(r.createdAt).toISOString()), runs.map(r => r.created_at), 'with its creation time')
   const streamed = new Map<string, RunEvent[]>()
   for (const run of runs) {
     const seen: RunEvent[] = []
@@ -30,7 +44,7 @@ t.test('concurrent runs: each event is stored before it is streamed and publishe
     hub.subscribe(run.run_id, e => {
       const stored = [...store.eventsAfter(run.run_id, e.id - 1)][0]
       if (stored?.json !== e.json) t.fail(`${run.run_id} event ${e.id} streamed before it was stored`)
-      if (!published.some(m => m.key === run.run_id && JSON.parse(m.value as string).id === e.id - 1)) t.fail(`${run.run_id} event ${e.id} streamed before event ${e.id - 1} was published`)
+      if (!published.some(m => m.runId === run.run_id && m.event.id === e.id - 1)) t.fail(`${run.run_id} event ${e.id} streamed before event ${e.id - 1} went to the relay`)
       seen.push(e)
     })
   }
@@ -40,47 +54,48 @@ t.test('concurrent runs: each event is stored before it is streamed and publishe
   for (const run of runs) {
     // The queued event was streamed before anyone could subscribe; the rest arrive live.
     t.same(streamed.get(run.run_id)!.map(e => e.id), Array.from({ length: 12 }, (_, i) => i + 2), `${run.run_id}: streamed in order`)
-    t.same([...store.eventsAfter(run.run_id)].map(e => e.event), ['run.queued', 'run.running', ...Array(10).fill('step'), 'run.succeeded'])
-    const messages = published.filter(m => m.key === run.run_id).map(m => JSON.parse(m.value as string))
-    t.same(messages.map(m => m.id), Array.from({ length: 13 }, (_, i) => i + 1), `${run.run_id}: published in order`)
-    t.same(messages.at(-1), { run_id: run.run_id, tenant_id: 'acme', id: 13, event: 'run.succeeded', data: JSON.parse(JSON.stringify(store.get(run.run_id))) })
+    t.same([...store.eventsAfter(run.run_id)].map(e => e.type), ['run.queued', 'run.started', ...Array(10).fill('echo.step'), 'run.completed'])
+    const handed = published.filter(m => m.runId === run.run_id)
+    t.same(handed.map(m => m.event.id), Array.from({ length: 13 }, (_, i) => i + 1), `${run.run_id}: handed over in order`)
+    t.same(handed.map(m => m.terminal), [...Array(12).fill(false), true], 'the last one as the terminal event')
+    t.same(JSON.parse(handed.at(-1)!.event.json).data, { status: 'succeeded', run: JSON.parse(JSON.stringify(store.get(run.run_id))) })
     t.match(manager.get(run.run_id), { status: 'succeeded', last_event_id: 13 }, 'GET of an ended run reads the store')
   }
 })
 
 t.test('recovery after steps: a run left in flight ends failed (interrupted) with the next event id', async t => {
   const { store, manager } = setup(t)
-  const queued: RunRecord = { run_id: 'run-x', tenant_id: 'acme', mode: 'echo', message: 'm', status: 'queued', created_at: '2026-01-01T00:00:00.000Z', started_at: null, ended_at: null, result: null, error: null, last_event_id: 1 }
+  const queued: RunRecord = { run_id: 'run-x', tenant_id: 'acme', mode: 'echo', message: 'm', status: 'queued', created_at: '2026-01-01T00:00:00.000Z', started_at: null, ended_at: null, result: null, answer: null, artifacts: [], conversation_id: 'c', error: null, last_event_id: 1 }
   const running: RunRecord = { ...queued, status: 'running', started_at: '2026-01-01T00:00:01.000Z', last_event_id: 2 }
-  await store.append('run-x', encodeEvent(1, 'run.queued', queued))
-  await store.append('run-x', encodeEvent(2, 'run.running', running))
-  for (let id = 3; id <= 7; id++) await store.append('run-x', encodeEvent(id, 'step', { type: 'echo', step: id - 2 }))
+  await store.append('run-x', lifecycle(queued, 'run.queued'))
+  await store.append('run-x', lifecycle(running, 'run.started'))
+  for (let id = 3; id <= 7; id++) await store.append('run-x', encodeEvent(eventOwner('run-x', 'acme'), id, 'echo.step', 'step', JSON.stringify({ step: id - 2 }), at))
   t.equal(await manager.recover(), 1)
-  t.match(store.get('run-x'), { status: 'failed', error: { code: 'interrupted' }, started_at: running.started_at, last_event_id: 8 })
+  t.match(store.get('run-x'), { status: 'failed', error: { code: 'interrupted' }, started_at: running.started_at, conversation_id: 'c', last_event_id: 8 })
   const events = [...store.eventsAfter('run-x')]
   t.same(events.map(e => e.id), [1, 2, 3, 4, 5, 6, 7, 8])
-  t.match(JSON.parse(events.at(-1)!.data), { status: 'failed', last_event_id: 8 }, 'the terminal event carries the record')
+  t.match(JSON.parse(events.at(-1)!.json), { type: 'run.failed', message: /^Run failed: the process stopped/, data: { status: 'failed', reason: 'interrupted', error: 'interrupted', run: { status: 'failed', last_event_id: 8 } } }, 'the terminal event carries the record')
   t.equal(await manager.recover(), 0, 'nothing is left in flight')
 })
 
 t.test('a run whose last event cannot be stored still ends, so waiters and shutdown do not hang', async t => {
   const { store, hub, published, manager } = setup(t)
   const append = store.append.bind(store)
-  store.append = (runId, event) => event.event === 'run.succeeded' ? Promise.reject(new Error('disk full')) : append(runId, event)
-  const run = await manager.start({ tenant: 'acme', mode: 'echo', message: 'm', options: {} })
+  store.append = (runId, event) => event.type === 'run.completed' ? Promise.reject(new Error('disk full')) : append(runId, event)
+  const run = await manager.start({ tenant: 'acme', mode: 'echo', message: 'm', options: {}, conversationId: null })
   const streamed: string[] = []
-  hub.subscribe(run.run_id, e => { streamed.push(e.event) })
+  hub.subscribe(run.run_id, e => { streamed.push(e.type) })
   const ended = await manager.waitForEnd(run.run_id, 5_000)
   t.equal(ended?.status, 'succeeded', 'ended, not left waiting for the timeout')
   t.equal(manager.inFlight, 0)
-  t.notOk(streamed.includes('run.succeeded'), 'the unstored event is not streamed')
-  t.notOk(published.some(m => JSON.parse(m.value as string).event === 'run.succeeded'), 'nor published')
+  t.notOk(streamed.includes('run.completed'), 'the unstored event is not streamed')
+  t.notOk(published.some(m => m.event.type === 'run.completed'), 'nor published')
   await manager.drain()
 })
 
 t.test('every run has its own actor: a cancelled one changes no other run, nor the next to start', async t => {
   const { manager } = setup(t)
-  const start = () => manager.start({ tenant: 'acme', mode: 'echo', message: 'm', options: { steps: 2, delay_ms: 20 } })
+  const start = () => manager.start({ tenant: 'acme', mode: 'echo', message: 'm', options: { steps: 2, delay_ms: 20 }, conversationId: null })
   const [a, b, c] = await Promise.all([start(), start(), start()])
   t.equal((await manager.cancel(b!.run_id))?.status, 'cancelled', 'cancelled while queued')
   const ended = await Promise.all([a!, b!, c!].map(r => manager.waitForEnd(r.run_id, 10_000)))
@@ -101,7 +116,7 @@ t.test('stopping a run: emit rejects for a mode that ignores its signal; a signa
   const spin: Mode = async input => {
     try {
       for (let i = 0; ; i++) {
-        await input.emit({ i })
+        await input.emit('echo.step', 'spin', { i })
         if (i === 2) await cancelled
       }
     } catch (err) {
@@ -113,7 +128,7 @@ t.test('stopping a run: emit rejects for a mode that ignores its signal; a signa
     }
   }
   const { store, manager } = setup(t, { spin })
-  const run = await manager.start({ tenant: 'acme', mode: 'spin', message: 'm', options: {} })
+  const run = await manager.start({ tenant: 'acme', mode: 'spin', message: 'm', options: {}, conversationId: null })
   while ([...store.eventsAfter(run.run_id)].length < 5) await new Promise(resolve => setImmediate(resolve))
   t.equal((await manager.cancel(run.run_id))?.status, 'cancelled')
   resume()
@@ -121,7 +136,7 @@ t.test('stopping a run: emit rejects for a mode that ignores its signal; a signa
   await modeDone
   t.match(emitError, { name: 'AbortError' }, 'the next emit rejected')
   t.equal(signalAfterCancel, true, 'a signal first read after the cancel is already aborted')
-  t.same([...store.eventsAfter(run.run_id)].map(e => e.event), ['run.queued', 'run.running', 'step', 'step', 'step', 'run.cancelled'], 'no step recorded after the cancel')
+  t.same([...store.eventsAfter(run.run_id)].map(e => e.type), ['run.queued', 'run.started', 'echo.step', 'echo.step', 'echo.step', 'run.failed'], 'no step recorded after the cancel')
 })
 
 t.test('a mode that reads its signal first is aborted by a cancel', async t => {
@@ -132,9 +147,29 @@ t.test('a mode that reads its signal first is aborted by a cancel', async t => {
     return 'late'
   }
   const { manager } = setup(t, { wait })
-  const run = await manager.start({ tenant: 'acme', mode: 'wait', message: 'm', options: {} })
+  const run = await manager.start({ tenant: 'acme', mode: 'wait', message: 'm', options: {}, conversationId: null })
   while (aborted === undefined) await new Promise(resolve => setImmediate(resolve))
   t.equal((await manager.cancel(run.run_id))?.status, 'cancelled')
   await aborted
   t.match(await manager.waitForEnd(run.run_id, 10_000), { status: 'cancelled', result: null }, 'its late result changes nothing')
+})
+
+t.test('a mode may emit only the catalogue\'s step types: another fails its run, and nothing of it is recorded', async t => {
+  const rogue: Mode = async ({ emit }) => {
+    await emit('run.completed', 'forged end', {})
+    return { output: 'never' }
+  }
+  const { store, manager } = setup(t, { rogue })
+  const run = await manager.start({ tenant: 'acme', mode: 'rogue', message: 'm', options: {}, conversationId: null })
+  t.match(await manager.waitForEnd(run.run_id, 10_000), { status: 'failed', answer: null, error: { code: 'mode_failed', message: /unknown type "run.completed"/ } })
+  t.same([...store.eventsAfter(run.run_id)].map(e => e.type), ['run.queued', 'run.started', 'run.failed'])
+})
+
+t.test('the answer is the mode result\'s string output, else null', async t => {
+  const answers: Record<string, Mode> = { text: async () => ({ output: 'the answer' }), number: async () => ({ output: 42 }), bare: async () => 'x' }
+  const { manager } = setup(t, answers)
+  for (const [mode, answer] of [['text', 'the answer'], ['number', null], ['bare', null]] as const) {
+    const run = await manager.start({ tenant: 'acme', mode, message: 'm', options: {}, conversationId: null })
+    t.match(await manager.waitForEnd(run.run_id, 10_000), { status: 'succeeded', answer }, mode)
+  }
 })

@@ -1,6 +1,6 @@
 import t from 'tap'
 import '../helpers/no-keepalive.js'
-import { spawnGateway } from '../helpers/child.js'
+import { spawnGateway, tailBus } from '../helpers/child.js'
 import { eventually } from '../helpers/http.js'
 import { readSse } from '../helpers/sse.js'
 
@@ -25,9 +25,12 @@ t.test('after kill -9, a run that was in flight ends failed (interrupted) and it
   t.ok(record.ended_at)
 
   const events = await readSse(await fetch(`${base2}/runs/${id}/stream`))
-  t.same(events.slice(0, 2).map(e => e.event), ['run.queued', 'run.running'])
+  t.same(events.slice(0, 2).map(e => e.event), ['run.queued', 'run.started'])
   t.equal(events.at(-1)!.event, 'run.failed', 'the replay ends with the terminal event, then the stream closes')
   t.same(events.map(e => Number(e.id)), events.map((_, i) => i + 1), 'ids are dense: nothing lost before the crash')
+  const published = await eventually(async () => (await tailBus(dir, 'harness.runs.v1')).filter(m => m.key === id), m => m.at(-1)?.value.type === 'run.failed')
+  t.match(published.at(-1)!.value, { type: 'run.failed', id: events.at(-1)!.id, data: { reason: 'interrupted' } }, 'its end is published on TOPIC_RUNS')
+  t.same([...new Set(published.map(m => Number(m.value.seq)))], events.map((_, i) => i + 1), 'with every event before it')
   second.proc.kill('SIGTERM')
   t.equal(await second.exit, 0)
 })
@@ -45,4 +48,9 @@ t.test('SIGTERM with a run in flight: it ends failed (interrupted), stored befor
   const { harnessPort: port2 } = await second.waitFor('gateway listening') as { harnessPort: number }
   t.match(await (await fetch(`http://127.0.0.1:${port2}/runs/${id}`)).json(), { status: 'failed', error: { code: 'interrupted' } })
   t.notOk(second.lines.some(l => l['msg'] === 'runs in flight at the last stop were marked failed (interrupted)'), 'nothing was left for recovery to do')
+  t.match(second.lines.find(l => l['msg'] === 'run events left unpublished at the last stop are being published'), { runs: 0, events: 0 }, 'nor for the relay')
+  const published = (await tailBus(dir, 'harness.runs.v1')).filter(m => m.key === id).map(m => Number(m.value.seq))
+  t.same(published, published.map((_, i) => i + 1), 'every event was published once, before the exit')
+  second.proc.kill('SIGTERM')
+  t.equal(await second.exit, 0)
 })

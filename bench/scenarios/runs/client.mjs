@@ -58,10 +58,10 @@ export async function delivery (ctx, k, target, s, loadName) {
   const startErrors = Object.values(p.startErrors).reduce((a, b) => a + b, 0)
   if (startErrors) r.problems.push(`${startErrors} POST /runs:start failed: ${JSON.stringify(p.startErrors)}`)
   if (p.incomplete || p.wrongOrder || p.notSucceeded || p.overflow || p.timeouts) {
-    r.problems.push(`of ${c.streams} streams: ${p.incomplete} incomplete, ${p.wrongOrder} out of order, ${p.notSucceeded} without run.succeeded, ${p.overflow} overflowed, ${p.timeouts} timed out${Object.keys(p.streamErrors).length ? `, errors ${JSON.stringify(p.streamErrors)}` : ''}`)
+    r.problems.push(`of ${c.streams} streams: ${p.incomplete} incomplete, ${p.wrongOrder} out of order, ${p.notSucceeded} without run.completed, ${p.overflow} overflowed, ${p.timeouts} timed out${Object.keys(p.streamErrors).length ? `, errors ${JSON.stringify(p.streamErrors)}` : ''}`)
   }
   if (p.examples.length) r.notes.push(`e.g. ${p.examples.slice(0, 3).join(' | ')}`)
-  if (c.latencyMs.succeeded.n === 0) r.problems.push('no run.succeeded delivery measured')
+  if (c.latencyMs.succeeded.n === 0) r.problems.push('no run.completed delivery measured')
   if (c.clientLoopDelayMs.p99 > 5) r.notes.push(`the client's own event loop p99 delay was ${c.clientLoopDelayMs.p99.toFixed(1)} ms: part of the latency is the client's`)
   return r
 }
@@ -107,7 +107,7 @@ export async function capacity (ctx, k, target, hardLimit) {
   const last = rows.at(-1)
   const x = c.cancel
   last.cancel = x
-  if (x.gotTerminal < x.streamsOpen || x.endedCleanly < x.streamsOpen) last.problems.push(`after cancelling the ${x.runs} runs, ${x.streamsOpen - x.gotTerminal} of ${x.streamsOpen} streams got no run.cancelled and ${x.streamsOpen - x.endedCleanly} no clean end`)
+  if (x.gotTerminal < x.streamsOpen || x.endedCleanly < x.streamsOpen) last.problems.push(`after cancelling the ${x.runs} runs, ${x.streamsOpen - x.gotTerminal} of ${x.streamsOpen} streams got no run.failed (cancelled) and ${x.streamsOpen - x.endedCleanly} no clean end`)
   const startErrors = Object.values(c.problems.startErrors).reduce((a, b) => a + b, 0)
   if (startErrors) last.problems.push(`${startErrors} POST /runs:start failed: ${JSON.stringify(c.problems.startErrors)}`)
   return rows

@@ -45,7 +45,7 @@ export function verdicts (rows, threshold) {
       v(gw.acceptedPerSec >= TARGETS.runsPerSec && done >= TARGETS.runsPerSec, gw))
   }
   for (const dl of rows.filter(r => r.phase === 'delivery' && r.label === 'gateway' && !r.error && r.deliveryMs?.n)) {
-    notes.push(`target SSE delivery p99 ≤ ${TARGETS.deliveryP99Ms} ms (${dl.load} load: ${dl.loadPoint.concurrency} runs × ${dl.loadPoint.subscribers} streams): gateway run.succeeded stamp → client ${fmt.ms(dl.deliveryMs.p99)} ms p99 over ${dl.deliveryMs.n} deliveries (${fmt.count(dl.storedEventsPerSec)} events/s stored): ` +
+    notes.push(`target SSE delivery p99 ≤ ${TARGETS.deliveryP99Ms} ms (${dl.load} load: ${dl.loadPoint.concurrency} runs × ${dl.loadPoint.subscribers} streams): gateway run.completed stamp → client ${fmt.ms(dl.deliveryMs.p99)} ms p99 over ${dl.deliveryMs.n} deliveries (${fmt.count(dl.storedEventsPerSec)} events/s stored): ` +
       v(dl.deliveryMs.p99 <= TARGETS.deliveryP99Ms, dl))
   }
   const cp = rows.filter(r => r.phase === 'capacity' && r.label === 'gateway' && !r.error).at(-1)
@@ -118,7 +118,7 @@ export function phaseTables (rows, k, settings) {
   const c = k.cap
   const what = {
     throughput: `throughput — wrk POST /runs:start {"message":"hello","mode":"echo"}, ${settings.connections} connections, ${settings.duration} s (+${settings.warmup} s warm-up, its runs drained first); "ended/s": runs whose ended_at falls in the measured window, from the server's LMDB`,
-    delivery: `delivery — echo runs (steps ${s.steps}, delay_ms ${s.delayMs}) kept in flight × streams each ("load"), up to ${s.runs} runs or ${s.seconds} s (light load: ${Math.min(s.runs, 400)} runs or ${Math.min(s.seconds, 20)} s); latency = client receive time − the event's ended_at (run.succeeded, ms stamp: up to +1 ms); "step gap": time between two steps at a client (delay_ms + store + timer lateness)`,
+    delivery: `delivery — echo runs (steps ${s.steps}, delay_ms ${s.delayMs}) kept in flight × streams each ("load"), up to ${s.runs} runs or ${s.seconds} s (light load: ${Math.min(s.runs, 400)} runs or ${Math.min(s.seconds, 20)} s); latency = client receive time − the event's ended_at (run.completed, ms stamp: up to +1 ms); "step gap": time between two steps at a client (delay_ms + store + timer lateness)`,
     capacity: `capacity — ${c.runs} echo runs in flight (a step every ${c.delayMs} ms), streams opened round-robin ${c.batch} at a time up to each level, held ${c.holdMs} ms; RSS = server VmRSS (median of 5 reads); per sub = (RSS − RSS before any) / open streams; marginal = RSS growth / streams added since the previous level; alive = got a step during the hold`
   }
   return Object.entries(PHASE_COLUMNS)

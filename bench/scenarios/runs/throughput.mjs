@@ -10,7 +10,7 @@ import { REQUEST } from './knobs.mjs'
 import { onServer } from './on-server.mjs'
 
 const DB_STATS = join(BENCH_DIR, 'baselines', 'runs-db-stats.mjs')
-const EVENTS = '1:run.queued,2:run.running,3:step,4:run.succeeded'
+const EVENTS = '1:run.queued,2:run.started,3:echo.step,4:run.completed'
 
 /** The server's runs from its LMDB, after waiting up to waitS for the ones in flight. */
 async function dbStats (ctx, server, { from = 0, to = Date.now(), waitS, sample = 0 }) {
@@ -35,7 +35,7 @@ async function checkApi (server, ids) {
       const st = await fetch(new URL(`/runs/${id}/stream`, server.url), { signal: AbortSignal.timeout(5000) })
       const text = await st.text()
       const events = [...text.matchAll(/^event: (.+)$/gm)].map(m => m[1])
-      if (st.status !== 200 || events.join(',') !== 'run.queued,run.running,step,run.succeeded') bad.push(`GET /runs/${id}/stream: ${st.status}, events ${events.join(',')}`)
+      if (st.status !== 200 || events.join(',') !== 'run.queued,run.started,echo.step,run.completed') bad.push(`GET /runs/${id}/stream: ${st.status}, events ${events.join(',')}`)
     } catch (err) {
       bad.push(`${id}: ${err.message}`)
     }

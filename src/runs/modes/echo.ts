@@ -2,8 +2,9 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import type { Mode } from './types.js'
 
 /**
- * For tests and load: emits `options.steps` steps (default 1) echoing the
- * message, `options.delay_ms` apart (default 0), and returns the message.
+ * For tests and load: emits `options.steps` `echo.step` events (default 1)
+ * echoing the message, `options.delay_ms` apart (default 0), and returns the
+ * message, which is the run's answer.
  */
 export const echo: Mode = async input => {
   const { message, options, emit } = input
@@ -13,7 +14,7 @@ export const echo: Mode = async input => {
     // Not destructured (see ModeInput.signal); without a delay, emit's
     // rejection is what stops a cancelled run.
     if (delay > 0) await sleep(delay, undefined, { signal: input.signal })
-    await emit({ type: 'echo', step: i, text: message })
+    await emit('echo.step', `Echo step ${i}`, { step: i, text: message })
   }
   return { output: message }
 }

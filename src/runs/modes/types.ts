@@ -9,11 +9,13 @@ export interface ModeInput {
    */
   signal: AbortSignal
   /**
-   * Reports a step; it is stored and streamed before the mode goes on. Once
+   * Reports a step as an event of `type` (one of the catalogue's step types,
+   * docs/harness.md), with a human-readable `message` and the mode's own
+   * fields as `data`. It is stored and streamed before the mode goes on. Once
    * the run is cancelled or interrupted it rejects with an AbortError, so a
    * mode that never reads `signal` still stops at its next step.
    */
-  emit: (step: Record<string, unknown>) => Promise<void>
+  emit: (type: string, message: string, data: Record<string, unknown>) => Promise<void>
 }
 
 /** A failure a mode reports with a stable code (e.g. `model_not_configured`). */
@@ -24,5 +26,8 @@ export class ModeError extends Error {
   }
 }
 
-/** A mode is a plugin: it receives the message, a cancellation signal and `emit`, and returns the result. */
+/**
+ * A mode is a plugin: it receives the message, a cancellation signal and
+ * `emit`, and returns the result; a string `output` in it is the run's answer.
+ */
 export type Mode = (input: ModeInput) => Promise<unknown>

@@ -11,7 +11,7 @@ function input (options: Record<string, unknown>) {
     message: 'hi',
     options,
     get signal () { signalReads++; return controller.signal },
-    emit: async step => { steps.push(step) }
+    emit: async (type, message, data) => { steps.push({ type, message, data }) }
   }
   return { given, steps, reads: () => signalReads }
 }
@@ -19,7 +19,7 @@ function input (options: Record<string, unknown>) {
 t.test('echo emits the steps asked for and returns the message', async t => {
   const { given, steps } = input({ steps: 3 })
   t.same(await echo(given), { output: 'hi' })
-  t.same(steps, [1, 2, 3].map(step => ({ type: 'echo', step, text: 'hi' })))
+  t.same(steps, [1, 2, 3].map(step => ({ type: 'echo.step', message: `Echo step ${step}`, data: { step, text: 'hi' } })))
 })
 
 t.test('echo reads its signal only when it waits between steps', async t => {
