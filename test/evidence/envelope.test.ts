@@ -104,3 +104,7 @@ t.test('subject.client_id: the caller\'s own, or another with stream:write:any-c
     code: 'forbidden', status: 403, details: { 'subject.clientId': "may name only the token's own client_id without scope stream:write:any-client" }
   })
 })
+
+t.test('an envelope that is not an object is keyed envelope, and only so', async t => {
+  for (const value of [[], 'text', 7, null]) t.strictSame(details(value), { envelope: 'must be a JSON object' }, JSON.stringify(value))
+})
