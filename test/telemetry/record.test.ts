@@ -157,6 +157,14 @@ t.test('required headers, keyed in the spec form', async t => {
   t.same(recordErrors(example, {}), { contentType: 'must be application/json', xRequestId: 'is required', xRequestTimestamp: 'is required' })
   t.same(recordErrors(example, { ...headers, 'content-type': 'application/json; charset=utf-8' }), {})
   t.same(recordErrors(example, { ...headers, 'content-type': 'text/plain' }), { contentType: 'must be application/json' })
+  t.same(recordErrors(example, { ...headers, 'content-type': 'APPLICATION/JSON ;charset=utf-8' }), {}, 'any case, spaces before the parameters')
+  for (const type of ['text/plain; application/json', 'application/jsonp', 'application/json-seq', 'application/json charset=utf-8']) {
+    t.strictSame(recordErrors(example, { ...headers, 'content-type': type }), { contentType: 'must be application/json' }, `${type} is not JSON`)
+  }
+  for (const [name, key] of [['x-request-id', 'xRequestId'], ['x-request-timestamp', 'xRequestTimestamp']] as const) {
+    t.strictSame(recordErrors(example, { ...headers, [name]: '' }), { [key]: 'is required' }, `an empty ${name} is missing`)
+  }
+  t.strictSame(recordErrors(example, { ...headers, 'x-request-id': 'a b' }), { xRequestId: 'must be 1 to 200 visible ASCII characters' })
   t.same(recordErrors(example, { ...headers, 'x-request-timestamp': '2026-11-22T08:00:00Z' }), { xRequestTimestamp: 'must be Unix epoch seconds (an integer)' })
   t.same(recordErrors(example, { ...headers, 'x-request-timestamp': '1.5' }), { xRequestTimestamp: 'must be Unix epoch seconds (an integer)' })
   t.same(recordErrors(example, { ...headers, 'x-request-timestamp': '1' }), {}, 'an old record is never refused for its age')
