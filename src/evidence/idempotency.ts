@@ -14,7 +14,14 @@ import { claimKey, decideClaim, type Acknowledgment, type Claim, type ClaimRecor
 export class IdempotencyStore implements IdempotencyClaims {
   private readonly db: Database<ClaimRecord, string>
 
-  constructor (private readonly state: StateStore, private readonly ttlMs: number, private readonly owner: Owner, private readonly now: () => number = Date.now) {
+  private readonly ttlMs: number
+
+  /**
+   * `ttlS` is IDEMPOTENCY_TTL_S as configured, in seconds; `now` is the clock
+   * in milliseconds (injected by tests that cross the window).
+   */
+  constructor (private readonly state: StateStore, ttlS: number, private readonly owner: Owner, private readonly now: () => number = Date.now) {
+    this.ttlMs = ttlS * 1000
     this.db = state.openDB<ClaimRecord, string>({ name: 'evidence-idempotency' })
   }
 

@@ -59,7 +59,7 @@ export class EvidenceService {
     claims?: IdempotencyClaims
   ) {
     this.outbox = new Outbox(state, bus, log.child({ component: 'outbox' }), owner)
-    this.idempotency = claims ?? new IdempotencyStore(state, config.idempotencyTtlS * 1000, owner)
+    this.idempotency = claims ?? new IdempotencyStore(state, config.idempotencyTtlS, owner)
     this.hashes = new HashPool(config.evidenceHashThreads)
     this.allowlist = eventTypeAllowlist(config.evidenceEventTypes)
     const outbox = this.outbox

@@ -1,4 +1,5 @@
 import t from 'tap'
+import FakeTimers from '@sinonjs/fake-timers'
 import { MicroBatcher, type BatcherOptions } from '../../src/bus/index.js'
 import type { BusMessage } from '../../src/bus/index.js'
 import type { GatewayError } from '../../src/errors.js'
@@ -85,18 +86,27 @@ t.test('push: no promise; failed gets each refused, failed or timed-out record o
   t.same(failures, [['overloaded', '4']], 'refused at once when full')
   await b.drain()
   t.same(failures.slice(1), [['publish_failed', '1'], ['publish_failed', '2'], ['publish_failed', '3']])
+})
 
+t.test('a publish never acknowledged fails its records at their deadline, not before', async t => {
+  // Faked timers and clock: the deadline is crossed by a tick, not waited out.
+  const clock = FakeTimers.install({ toFake: ['setTimeout', 'clearTimeout', 'Date'] })
+  t.teardown(() => clock.uninstall())
   const stuck = batcher({ timeoutMs: 20, publish: () => new Promise(() => {}) })
   const timedOut: string[] = []
   stuck.push(msg(5), (err, m) => { timedOut.push(`${err.code} ${m.value as string}`) })
-  await new Promise(resolve => setTimeout(resolve, 60))
-  t.same(timedOut, ['publish_failed 5'])
+  await clock.tickAsync(19)
+  t.same(timedOut, [], '1 ms before the deadline: still waiting')
+  await clock.tickAsync(1)
+  t.same(timedOut, ['publish_failed 5'], 'at the deadline: failed')
 })
 
 t.test('while refuse() gives an error, records fail with it at once: new ones and queued ones, never sent', async t => {
   const { GatewayError } = await import('../../src/errors.js')
   let down: string | undefined
   let release: () => void = () => {}
+  let firstSent: () => void = () => {}
+  const sending = new Promise<void>(resolve => { firstSent = resolve })
   const sent: string[] = []
   const b = batcher({
     maxBatch: 2,
@@ -104,11 +114,14 @@ t.test('while refuse() gives an error, records fail with it at once: new ones an
     refuse: () => down === undefined ? undefined : new GatewayError('bus_unavailable', 'Failed to publish message', { details: { detail: down } }),
     publish: async messages => {
       sent.push(...messages.map(m => m.value as string))
-      if (sent.length === 1) await new Promise<void>(resolve => { release = resolve })
+      if (sent.length === 1) {
+        firstSent()
+        await new Promise<void>(resolve => { release = resolve })
+      }
     }
   })
   const inFlight = b.add(msg(0))
-  await new Promise(resolve => setTimeout(resolve, 5))
+  await sending
   const queued = [b.add(msg(1)), b.add(msg(2)), b.add(msg(3))]
   down = 'broker gone'
   await t.rejects(b.add(msg(4)), { code: 'bus_unavailable', details: { detail: 'broker gone' } }, 'a new record is refused without waiting')

@@ -1,6 +1,7 @@
 import t from 'tap'
 import { IdempotencyStore, STALE_IN_PROGRESS_MS } from '../../src/evidence/index.js'
 import { openState, type Owner } from '../../src/state/index.js'
+import { loadConfig } from '../../src/config/index.js'
 
 const ack = { status: 'accepted' as const, event_id: 'e', media_count: 0 }
 
@@ -11,7 +12,7 @@ function setup (t: { testdir: () => string, teardown: (fn: () => unknown) => voi
   const clock = { now: 1_000_000 }
   const as = (id: string): IdempotencyStore => {
     const owner: Owner = { id, isAlive: other => alive.has(other) }
-    return new IdempotencyStore(state, 60_000, owner, () => clock.now)
+    return new IdempotencyStore(state, 60, owner, () => clock.now)
   }
   return { state, alive, clock, as }
 }
@@ -56,4 +57,37 @@ t.test('the sweep removes the claims of processes that are gone and keeps live o
   t.equal(await as('b').sweep(), 1)
   t.same(await as('c').claim('of-b'), { kind: 'in_progress' })
   t.same(await as('c').claim('of-a'), { kind: 'claimed' })
+})
+
+t.test('IDEMPOTENCY_TTL_S is seconds: a day by default, a second either side of it', async t => {
+  const { state, clock, as } = setup(t)
+  const store = (ttlS: number): IdempotencyStore => new IdempotencyStore(state, ttlS, { id: 'a', isAlive: () => true }, () => clock.now)
+  const cross = async (ttlS: number, key: string): Promise<void> => {
+    const a = store(ttlS)
+    t.same(await a.claim(key), { kind: 'claimed' })
+    const completedAt = clock.now
+    await state.transaction(() => a.completeInTransaction(key, ack))
+    clock.now = completedAt + ttlS * 1000 - 1000
+    t.same(await as('b').claim(key), { kind: 'replay', ack }, `${ttlS} s less a second after: a replay`)
+    clock.now = completedAt + ttlS * 1000 + 1000
+    t.same(await as('b').claim(key), { kind: 'claimed' }, `${ttlS} s and a second after: fresh`)
+  }
+  const day = loadConfig({}).idempotencyTtlS
+  t.equal(day, 24 * 3600, 'the default window is 24 hours')
+  await cross(day, 'by-default')
+  await cross(loadConfig({ IDEMPOTENCY_TTL_S: '90' }).idempotencyTtlS, 'configured')
+})
+
+t.test('the sweep keeps a completed key until its window ends', async t => {
+  const { state, clock, as } = setup(t)
+  const a = as('a')
+  await a.claim('k')
+  const completedAt = clock.now
+  await state.transaction(() => a.completeInTransaction('k', ack))
+  clock.now = completedAt + 60_000 - 1
+  t.equal(await a.sweep(), 0, 'inside the window: kept')
+  t.same(await as('b').claim('k'), { kind: 'replay', ack })
+  clock.now = completedAt + 60_000
+  t.equal(await a.sweep(), 1, 'at its end: removed')
+  t.same(await as('b').claim('k'), { kind: 'claimed' })
 })

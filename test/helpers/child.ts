@@ -44,7 +44,11 @@ export function spawnGateway (t: Tap, args: string[], env: Record<string, string
   }
 }
 
-/** Runs a `gateway` command to completion. */
+/**
+ * Runs a `gateway` command to completion. Resolves on 'close', not 'exit':
+ * 'exit' can come while the tail of stdout is still in the pipe, which once
+ * made `gateway tail` look as if committed records were missing.
+ */
 export async function runGateway (args: string[], env: Record<string, string>, input?: string): Promise<{ code: number | null, stdout: string, stderr: string }> {
   const proc = spawn(process.execPath, [GATEWAY_BIN, ...args], { env: { PATH: process.env['PATH'] ?? '', ...env } })
   let stdout = ''

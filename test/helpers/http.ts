@@ -50,16 +50,4 @@ export function until (predicate: () => boolean, timeoutMs = 5000): Promise<void
   })
 }
 
-/**
- * Polls an async observation until `done` holds, every `intervalMs`, for at most `timeoutMs`;
- * returns the last observation. For state outside the test's control (S3, a broker, a relay).
- */
-export async function eventually<T> (observe: () => Promise<T>, done: (value: T) => boolean, timeoutMs = 20_000, intervalMs = 100): Promise<T> {
-  const deadline = Date.now() + timeoutMs
-  let value = await observe()
-  while (!done(value) && Date.now() < deadline) {
-    await new Promise(resolve => setTimeout(resolve, intervalMs))
-    value = await observe()
-  }
-  return value
-}
+export { eventually } from './settle.js'

@@ -1,7 +1,7 @@
 import t from 'tap'
 import { once } from 'node:events'
 import { createHash, randomBytes } from 'node:crypto'
-import type { Socket } from 'node:net'
+import { connect, type Socket } from 'node:net'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { GatewayError } from '../../src/errors.js'
 import type { RequestContext } from '../../src/http/index.js'
@@ -78,14 +78,18 @@ t.test('a client that disconnects mid-body leaves no work running', async t => {
   const onRejection = (): void => { rejections++ }
   process.on('unhandledRejection', onRejection)
   t.teardown(() => { process.off('unhandledRejection', onRejection) })
-  const { server, port } = await serve(t, [{ method: 'POST', path: '/j', body: 'json', handler: () => { handlerRan = true; return { status: 200 } } }])
+  const { server, port, url } = await serve(t, [
+    { method: 'POST', path: '/j', body: 'json', handler: () => { handlerRan = true; return { status: 200 } } },
+    { method: 'GET', path: '/ping', handler: () => ({ status: 204 }) }
+  ])
 
   const socket = await rawConnect(port)
   socket.write('POST /j HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"partial":')
   await until(() => server.inFlightRequests === 1)
   socket.destroy()
   await until(() => server.inFlightRequests === 0)
-  await sleep(20)
+  // A later request answered: whatever the abort set off has had its turn of the event loop.
+  t.equal((await fetch(`${url}/ping`)).status, 204)
   t.equal(handlerRan, false, 'the handler never ran for the abandoned body')
   t.equal(rejections, 0, 'no unhandled rejection')
 })
@@ -183,12 +187,15 @@ t.test('a streamed body past its limit fails with 413, by Content-Length or by c
 
 t.test('close() waits for in-flight requests and refuses new ones on kept-alive connections', async t => {
   let release: () => void = () => {}
-  const { server, url } = await serve(t, [{ method: 'GET', path: '/slow', handler: () => new Promise(resolve => { release = () => resolve({ status: 200, body: 'done' }) }) }])
+  const { server, url, port } = await serve(t, [{ method: 'GET', path: '/slow', handler: () => new Promise(resolve => { release = () => resolve({ status: 200, body: 'done' }) }) }])
   const pending = fetch(`${url}/slow`)
   await until(() => server.inFlightRequests === 1)
+  const keptAlive = await rawConnect(port)
   let closed = false
   const closing = server.close().then(() => { closed = true })
-  await sleep(20)
+  // A round trip after close(): a close that did not wait would have resolved by its answer.
+  keptAlive.write('GET /slow HTTP/1.1\r\nHost: x\r\n\r\n')
+  t.match(await readResponse(keptAlive), /^HTTP\/1\.1 503 /, 'a new request on a kept-alive connection is refused')
   t.equal(closed, false, 'close waits while a request is in flight')
   release()
   const res = await pending
@@ -216,7 +223,12 @@ t.test('close() also waits for a handler still cleaning up after its client left
   await until(() => server.inFlightRequests === 0)
   let closed = false
   const closing = server.close().then(() => { closed = true })
-  await sleep(20)
+  // A round trip after close() (the refused connection): a close that did not wait would have resolved by then.
+  const refused = await new Promise<string>(resolve => {
+    const s = connect(port, '127.0.0.1', () => { s.destroy(); resolve('connected') })
+    s.once('error', (err: NodeJS.ErrnoException) => resolve(err.code ?? 'error'))
+  })
+  t.equal(refused, 'ECONNREFUSED', 'no new connections once closing')
   t.equal(closed, false, 'the request is over, but its handler is not')
   finishCleanup()
   await closing

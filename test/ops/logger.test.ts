@@ -1,4 +1,4 @@
-import { closeSync, openSync, readFileSync } from 'node:fs'
+import { openSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import t from 'tap'
@@ -6,11 +6,16 @@ import { createLogger } from '../../src/ops/index.js'
 
 const lines = (file: string): Array<Record<string, unknown>> => readFileSync(file, 'utf8').split('\n').filter(Boolean).map(l => JSON.parse(l) as Record<string, unknown>)
 
-function logTo (t: { testdir: () => string, teardown: (fn: () => unknown) => void }): { file: string, fd: number } {
+/**
+ * A log file and its fd, open until the process exits: the logger's periodic
+ * flush (sonic-boom writes, if only an empty string, on an interval) keeps
+ * using the fd, so closing it at the end of a test made that write fail with
+ * an unhandled EBADF, or, once the next test had reused the fd number, land
+ * in its file.
+ */
+function logTo (t: { testdir: () => string }): { file: string, fd: number } {
   const file = join(t.testdir(), 'log')
-  const fd = openSync(file, 'w')
-  t.teardown(() => closeSync(fd))
-  return { file, fd }
+  return { file, fd: openSync(file, 'w') }
 }
 
 t.test('a lone line is written within the flush period, without a flush call', async t => {

@@ -19,6 +19,20 @@ t.test('an event is encoded once to exactly what JSON.stringify gives for the or
   t.throws(() => decodeEvent('{"id":1,"event":"step","data":{}}'), /not a stored run event/, 'the previous envelope is not read')
 })
 
+t.test('only an event that starts as stored is read back; the refusal quotes at most 80 characters', async t => {
+  const refusal = (json: string): string | undefined => {
+    try {
+      decodeEvent(json)
+    } catch (err) {
+      return (err as Error).message
+    }
+    return undefined
+  }
+  t.equal(refusal('[{"id":"1","type":"run.queued"}]'), 'not a stored run event: [{"id":"1","type":"run.queued"}]', 'the layout inside something else is not an event')
+  t.equal(refusal(' {"id":"1","type":"run.queued"}'), 'not a stored run event:  {"id":"1","type":"run.queued"}')
+  t.equal(refusal('x'.repeat(200)), `not a stored run event: ${'x'.repeat(80)}`, 'a long one is cut at 80')
+})
+
 t.test('the SSE frame: id, the type as event, the whole object as one data line; the error frame', async t => {
   const e = encodeEvent(eventOwner('run-1', 'acme'), 7, 'echo.step', 'line one\r\nline two', JSON.stringify({ text: 'a\nb\rc' }), at)
   const frame = formatEvent(e)
