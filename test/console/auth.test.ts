@@ -37,7 +37,7 @@ async function setup (t: any) {
   const initech = await login(gw.url, { client_id: 'initech-user', client_secret: 'i-secret' }, 'harness')
   const door = (slug: string): string => `${gw.url}/api/v1/orgs/${slug}/harness`
   const start = async (slug: string, token: string, message: string): Promise<string> => {
-    const res = await fetch(`${door(slug)}/runs:start`, { method: 'POST', headers: { authorization: `Bearer ${token}` }, body: JSON.stringify({ message, mode: 'echo' }) })
+    const res = await fetch(`${door(slug)}/runs:start`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify({ message, mode: 'echo' }) })
     return ((await res.json()) as { run_id: string }).run_id
   }
   return { ...gw, acme, initech, door, start }

@@ -10,7 +10,7 @@ const example = JSON.parse(readFileSync(new URL('../fixtures/asset-track.json', 
 const SOON = { timeout: 15_000 }
 
 async function start (url: string, body: object): Promise<string> {
-  const res = await fetch(`${url}/runs:start`, { method: 'POST', body: JSON.stringify(body) })
+  const res = await fetch(`${url}/runs:start`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })
   return ((await res.json()) as { run_id: string }).run_id
 }
 

@@ -33,7 +33,7 @@ t.test('a gateway killed mid-run: the run page says it is reconnecting, then res
   const first = spawnGateway(t, ['start'], { DATA_DIR: dir, ...ports })
   await first.waitFor('gateway listening')
   const url = `http://127.0.0.1:${ports.HARNESS_PORT}`
-  const started = await fetch(`${url}/runs:start`, { method: 'POST', body: JSON.stringify({ message: 'long', mode: 'echo', options: { steps: 500, delay_ms: 100 } }) })
+  const started = await fetch(`${url}/runs:start`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ message: 'long', mode: 'echo', options: { steps: 500, delay_ms: 100 } }) })
   const { run_id: id } = await started.json() as { run_id: string }
 
   const browser = await launchBrowser(t)
@@ -65,7 +65,7 @@ t.test('a gateway killed mid-run: the run page says it is reconnecting, then res
 
   // The list's watch comes back too: the new process says reset, the list is read again, and goes on live.
   await listPage.waitForSelector(`#runs [data-run-id="${id}"][data-status=failed]`, SOON)
-  const again = await (await fetch(`${url}/runs:start`, { method: 'POST', body: JSON.stringify({ message: 'after', mode: 'echo' }) })).json() as { run_id: string }
+  const again = await (await fetch(`${url}/runs:start`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ message: 'after', mode: 'echo' }) })).json() as { run_id: string }
   await listPage.waitForSelector(`#runs [data-run-id="${again.run_id}"]`, SOON)
   t.pass('the list shows runs of the new process live')
 })

@@ -11,7 +11,7 @@ import { spawnGateway } from '../helpers/child.js'
 const tenant = (name: string): Record<string, string> => ({ 'x-svc-tenant-client-id': name })
 
 async function start (url: string, body: object, headers: Record<string, string> = {}): Promise<string> {
-  const res = await fetch(`${url}/runs:start`, { method: 'POST', headers, body: JSON.stringify(body) })
+  const res = await fetch(`${url}/runs:start`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) })
   if (res.status !== 202) throw new Error(`runs:start answered ${res.status}`)
   return ((await res.json()) as { run_id: string }).run_id
 }

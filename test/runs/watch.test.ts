@@ -7,7 +7,7 @@ import { readSse, type SseEvent } from '../helpers/sse.js'
 const tenant = (name: string): Record<string, string> => ({ 'x-svc-tenant-client-id': name })
 
 async function start (url: string, body: object, headers: Record<string, string> = {}): Promise<string> {
-  const res = await fetch(`${url}/runs:start`, { method: 'POST', headers, body: JSON.stringify(body) })
+  const res = await fetch(`${url}/runs:start`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) })
   return ((await res.json()) as { run_id: string }).run_id
 }
 
