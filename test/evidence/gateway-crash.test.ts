@@ -95,7 +95,14 @@ t.test('the gateway killed -9 with uploads in flight and an outbox of accepted e
   const ids = messages.map(m => m.headers['message-id'])
   t.same([...new Set(ids)].sort(), all.map(id => `${CLIENT.client_id}/${id}`).sort(), 'the message-ids in Kafka are exactly the accepted events')
   const duplicates = ids.length - new Set(ids).size
-  t.equal(duplicates, 0, 'none twice: no relay was between publish and delete at the kill')
+  // A 202 waits for the relay's publish, and the kill comes as the first racing upload is answered: that
+  // envelope may be published and not yet deleted from the outbox, so it goes out again after the restart
+  // (at least once on Kafka: docs/evidence.md). Nothing else may be there twice.
+  const copies = new Map<string, number>()
+  for (const id of ids) copies.set(id, (copies.get(id) ?? 0) + 1)
+  const racingIds = new Set(racing.map(id => `${CLIENT.client_id}/${id}`))
+  t.same([...copies].filter(([id, n]) => n > 1 && !racingIds.has(id)), [], 'only an event being published at the kill may be there twice')
+  t.same([...copies.values()].filter(n => n > 2), [], 'and then twice at most')
 
   t.same(await eventually(() => openUploads(s3, bucket), u => u.length === 0, 60_000), [], 'the sweep at start aborted the multipart uploads the dead process left')
   const referenced = new Set(messages.flatMap(m => JSON.parse(m.value).media.map((x: { uri: string }) => x.uri)))
