@@ -49,6 +49,10 @@ export async function drive ({ pool, rate, duration, nextKind, builders, session
     if (i < total) await sleep(Math.max(1, Math.min(50, t0 + i * interval - performance.now())))
   }
   const drained = Promise.allSettled([...pending]).then(() => true)
-  const inTime = await Promise.race([drained, sleep(timeoutMs + 5000).then(() => false)])
+  // The deadline is cancelled once everything is answered: a pending timer would hold the process that long.
+  const deadline = new AbortController()
+  const late = sleep(timeoutMs + 5000, false, { signal: deadline.signal }).catch(() => false)
+  const inTime = await Promise.race([drained, late])
+  deadline.abort()
   return { scheduled: i, total, t0, unfinished: inTime ? 0 : pending.size }
 }
