@@ -1,33 +1,18 @@
 import t from 'tap'
-import { createServer } from 'node:net'
 import '../helpers/no-keepalive.js'
 import { launchBrowser, openPage } from '../helpers/browser.js'
 import { login, startTestGateway, writeJson } from '../helpers/gateway.js'
 import { eventually } from '../helpers/http.js'
+import { freePort, selfTrustingHarness } from '../helpers/ports.js'
 
 const SOON = { timeout: 15_000 }
-
-async function freePort (): Promise<number> {
-  const server = createServer()
-  await new Promise<void>(resolve => server.listen(0, '127.0.0.1', resolve))
-  const port = (server.address() as { port: number }).port
-  await new Promise(resolve => server.close(resolve))
-  return port
-}
 
 /** Harness auth on, trusting this gateway's own keys; orgs acme and initech behind the front door. */
 async function setup (t: any) {
   const port = await freePort()
-  const issuer = `http://127.0.0.1:${port}/`
   const orgs = writeJson(t.testdir(), 'orgs.json', { acme: { tenant: 'acme-t', members: ['web-user'] }, initech: { tenant: 'initech-t', members: ['initech-user'] } })
   const gw = await startTestGateway(t, {
-    PORT: String(port),
-    AUTH_ISSUER: issuer,
-    SVC_HARNESS_AUTH_ENABLED: 'true',
-    IDP_ISSUER: issuer,
-    IDP_JWKS_URL: `${issuer}.well-known/jwks.json`,
-    IDP_RS256_AUDIENCE: 'harness',
-    ORGS_FILE: orgs
+    ...selfTrustingHarness(port, orgs)
   }, [
     { client_id: 'web-user', client_secret: 'web-secret', audiences: ['harness'], scopes: ['runs'] },
     { client_id: 'initech-user', client_secret: 'i-secret', audiences: ['harness'], scopes: ['runs'] }

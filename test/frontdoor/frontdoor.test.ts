@@ -1,35 +1,20 @@
 import t from 'tap'
-import { createServer } from 'node:net'
 import { SignJWT } from 'jose'
 import '../helpers/no-keepalive.js'
 import { startTestGateway, login, writeJson } from '../helpers/gateway.js'
 import { eventually } from '../helpers/http.js'
 import { readSse } from '../helpers/sse.js'
+import { freePort, selfTrustingHarness } from '../helpers/ports.js'
 
 const HS_SECRET = 'a-shared-secret-for-services-0123456789'
-
-async function freePort (): Promise<number> {
-  const server = createServer()
-  await new Promise<void>(resolve => server.listen(0, '127.0.0.1', resolve))
-  const port = (server.address() as { port: number }).port
-  await new Promise(resolve => server.close(resolve))
-  return port
-}
 
 /** One gateway whose harness trusts this gateway's own keys, with orgs acme (tenant acme-t) and initech. */
 async function setup (t: any) {
   const port = await freePort()
-  const issuer = `http://127.0.0.1:${port}/`
   const dir = t.testdir()
   const orgs = writeJson(dir, 'orgs.json', { acme: { tenant: 'acme-t', members: ['web-user', 'svc-billing'] }, initech: { tenant: 'initech-t', members: ['someone-else'] } })
   const gw = await startTestGateway(t, {
-    PORT: String(port),
-    AUTH_ISSUER: issuer,
-    SVC_HARNESS_AUTH_ENABLED: 'true',
-    IDP_ISSUER: issuer,
-    IDP_JWKS_URL: `${issuer}.well-known/jwks.json`,
-    IDP_RS256_AUDIENCE: 'harness',
-    ORGS_FILE: orgs,
+    ...selfTrustingHarness(port, orgs),
     FRONTDOOR_HS256_SECRET: HS_SECRET
   }, [{ client_id: 'web-user', client_secret: 'web-secret', audiences: ['harness'], scopes: ['runs'] }, { client_id: 'outsider', client_secret: 'o-secret', audiences: ['harness'], scopes: ['runs'] }])
   await eventually(() => fetch(`${gw.harnessUrl}/health/ready`).then(r => r.status), s => s === 200)

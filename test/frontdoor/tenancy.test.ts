@@ -1,5 +1,4 @@
 import t from 'tap'
-import { createServer } from 'node:net'
 import { SignJWT } from 'jose'
 import '../helpers/no-keepalive.js'
 import { verifyTenantAssertion } from '../../src/auth/index.js'
@@ -8,6 +7,7 @@ import { eventually } from '../helpers/http.js'
 import { startIdp } from '../helpers/jwks.js'
 import { startRecorder } from '../helpers/recorder.js'
 import { readSse } from '../helpers/sse.js'
+import { freePort, selfTrustingHarness } from '../helpers/ports.js'
 
 const HS_SECRET = 'a-shared-secret-for-services-0123456789'
 const ASSERTION_SECRET = 'assertion-secret-for-tests-0123456789abcdef'
@@ -16,14 +16,6 @@ const nowS = (): number => Math.floor(Date.now() / 1000)
 
 const hs256 = (exp: number, claims: Record<string, unknown> = { client_id: 'svc-billing' }): Promise<string> =>
   new SignJWT(claims).setProtectedHeader({ alg: 'HS256' }).setSubject('svc-billing').setIssuedAt(nowS() - 2 * DAY_S).setExpirationTime(exp).sign(new TextEncoder().encode(HS_SECRET))
-
-async function freePort (): Promise<number> {
-  const server = createServer()
-  await new Promise<void>(resolve => server.listen(0, '127.0.0.1', resolve))
-  const port = (server.address() as { port: number }).port
-  await new Promise(resolve => server.close(resolve))
-  return port
-}
 
 /** A front door before a recording stand-in harness; user tokens come from a test IdP (sub `user-1`). */
 async function recorded (t: any, env: Record<string, string> = {}) {
@@ -41,16 +33,9 @@ async function recorded (t: any, env: Record<string, string> = {}) {
 /** Front door and harness in one gateway; the harness trusts this gateway's keys. Orgs acme and initech. */
 async function endToEnd (t: any, env: Record<string, string> = {}) {
   const port = await freePort()
-  const issuer = `http://127.0.0.1:${port}/`
   const orgs = writeJson(t.testdir(), 'orgs.json', { acme: { tenant: 'acme-t', members: ['web-user', 'svc-billing'] }, initech: { tenant: 'initech-t', members: ['initech-user'] } })
   const gw = await startTestGateway(t, {
-    PORT: String(port),
-    AUTH_ISSUER: issuer,
-    SVC_HARNESS_AUTH_ENABLED: 'true',
-    IDP_ISSUER: issuer,
-    IDP_JWKS_URL: `${issuer}.well-known/jwks.json`,
-    IDP_RS256_AUDIENCE: 'harness',
-    ORGS_FILE: orgs,
+    ...selfTrustingHarness(port, orgs),
     FRONTDOOR_HS256_SECRET: HS_SECRET,
     ...env
   }, [

@@ -1,12 +1,12 @@
 import { generateKeyPairSync, type KeyObject } from 'node:crypto'
 import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
-import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { calculateJwkThumbprint, exportJWK, SignJWT, type JWTPayload } from 'jose'
 import { signTenantAssertion } from '../../../src/auth/index.js'
 import { spawnGateway, tailBus, type Child, type TailedMessage } from '../../helpers/child.js'
 import { send, type Outcome, type RawRequest } from './wire.js'
+import { freePort, selfTrustingHarness } from '../../helpers/ports.js'
 
 interface Tap { teardown(fn: () => unknown): void }
 
@@ -56,14 +56,6 @@ export interface Target {
   send(port: number, req: RawRequest, timeoutMs?: number): Promise<Outcome>
 }
 
-async function freePort (): Promise<number> {
-  const server = createServer()
-  await new Promise<void>(resolve => server.listen(0, '127.0.0.1', resolve))
-  const port = (server.address() as { port: number }).port
-  await new Promise(resolve => server.close(resolve))
-  return port
-}
-
 export async function startTarget (t: Tap, env: Record<string, string> = {}): Promise<Target> {
   const dataDir = mkdtempSync(join(tmpdir(), 'gw-attack-'))
   t.teardown(() => rmSync(dataDir, { recursive: true, force: true }))
@@ -78,17 +70,11 @@ export async function startTarget (t: Tap, env: Record<string, string> = {}): Pr
   const port = await freePort()
   const issuer = `http://127.0.0.1:${port}/`
   const child = spawnGateway(t, ['start'], {
-    PORT: String(port),
+    ...selfTrustingHarness(port, orgsFile),
     DATA_DIR: dataDir,
     LOG_LEVEL: 'info',
     AUTH_CLIENTS_FILE: clientsFile,
     AUTH_SIGNING_KEY_FILE: keyFile,
-    AUTH_ISSUER: issuer,
-    SVC_HARNESS_AUTH_ENABLED: 'true',
-    IDP_ISSUER: issuer,
-    IDP_JWKS_URL: `${issuer}.well-known/jwks.json`,
-    IDP_RS256_AUDIENCE: HARNESS_AUDIENCE,
-    ORGS_FILE: orgsFile,
     FRONTDOOR_HS256_SECRET: HS256_SECRET,
     HARNESS_TENANT_ASSERTION_SECRET: ASSERTION_SECRET,
     HARNESS_SYNC_TIMEOUT_MS: '2000',
