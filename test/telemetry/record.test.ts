@@ -193,6 +193,12 @@ t.test('the published value is the record as received plus our fields', async t 
   const spoof = { ...example, client_id: 'someone-else' }
   const fixed = JSON.parse(toMessage(spoof, JSON.stringify(spoof), 'fleet-1', 'r', 'now').value as string)
   t.equal(fixed.client_id, 'fleet-1', 'a client_id in the body never overrides the token')
+  // A consumer that keeps the first of two equal keys must read ours too: each is written once.
+  for (const field of ['client_id', 'received_at', 'request_id']) {
+    const sent = { ...example, [field]: 'from-the-body' }
+    const text = toMessage(sent, JSON.stringify(sent), 'fleet-1', 'r', 'now').value as string
+    t.equal(text.split(`"${field}":`).length - 1, 1, `${field} sent in the body is in the message once`)
+  }
 })
 
 /** recordErrors as the service calls it: the parsed body and the bytes it came from. */
