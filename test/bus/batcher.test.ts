@@ -151,10 +151,13 @@ t.test('submit: one shared function told once per record, with its token; a refu
   await b.drain()
   t.same(told.slice(1), [[1, 'publish_failed'], [2, 'publish_failed']], 'each failed record told once; the refused one never')
 
+  // Faked timers: the deadline is crossed, and then far passed, by ticks rather than a sleep.
+  const clock = FakeTimers.install({ toFake: ['setTimeout', 'clearTimeout', 'Date'] })
+  t.teardown(() => clock.uninstall())
   const stuck = batcher({ timeoutMs: 20, publish: () => new Promise(() => {}) })
   const timedOut: Array<[number, string | undefined]> = []
   stuck.submit(msg(4), 4, (token: number, err) => { timedOut.push([token, err?.code]) })
-  await new Promise(resolve => setTimeout(resolve, 60))
+  await clock.tickAsync(60)
   t.same(timedOut, [[4, 'publish_failed']], 'a timed-out record is told once')
 })
 
