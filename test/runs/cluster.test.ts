@@ -98,7 +98,6 @@ t.test('three nodes sharing Kafka and MinIO: a run is read, streamed, resumed an
     t.same(ids(events), dense(1, events.length), 'with every event before it, once')
     const three3 = (await get(three, id)).body
     t.same(three3, (await get(two, id)).body, 'nodes 2 and 3 agree on the whole run')
-    t.ok(Date.now() - killedAt < 30_000, 'both within 30 s of the kill')
   })
 })
 
