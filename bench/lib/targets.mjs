@@ -101,7 +101,7 @@ export function baseline ({ label, script, env: envSpec = {}, nofile, ready = li
     async start (ctx) {
       await before?.(ctx)
       const env = await resolveEnv(envSpec, ctx)
-      const server = await startNode(pin ? ctx : { ...ctx, serverCpu: `0-${cpus().length - 1}` }, { label, args: [join(BASELINES_DIR, script)], env: { PORT: '0', ...env }, nofile, ready, timeoutMs })
+      const server = await startNode(ctx, { label, args: [join(BASELINES_DIR, script)], env: { PORT: '0', ...env }, nofile, ready, timeoutMs })
       return { ...server, env }
     }
   }
