@@ -11,7 +11,10 @@ export const groups = {
   },
   validation: {
     mutate: ['src/validation/case.ts', 'src/validation/formats.ts', 'src/validation/identifiers.ts', 'src/validation/schema.ts'],
-    testFiles: ['test/telemetry/record.test.ts', 'test/evidence/envelope.test.ts']
+    testFiles: [
+      'test/validation/formats.test.ts', 'test/validation/identifiers.test.ts', 'test/validation/schema.test.ts',
+      'test/telemetry/record.test.ts', 'test/evidence/envelope.test.ts'
+    ]
   },
   envelope: {
     mutate: ['src/evidence/envelope.ts'],
