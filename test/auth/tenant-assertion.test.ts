@@ -1,6 +1,6 @@
 import t from 'tap'
 import { createHash, createHmac } from 'node:crypto'
-import { signTenantAssertion, verifyTenantAssertion, TENANT_ASSERTION_TTL_S } from '../../src/auth/index.js'
+import { signTenantAssertion, verifyTenantAssertion, TENANT_ASSERTION_HEADER, TENANT_ASSERTION_TTL_S } from '../../src/auth/index.js'
 
 const SECRET = 'assertion-secret-for-tests-0123456789abcdef'
 const NOW = Date.UTC(2026, 0, 1, 12, 0, 0)
@@ -12,6 +12,7 @@ t.test('the assertion is exactly what docs/frontdoor.md tells another implementa
   const mac = createHmac('sha256', Buffer.from(SECRET, 'utf8')).update(`svc-tenant-assertion.v1\n${'acme-t'}\n${digest}\n${exp}`, 'utf8').digest('base64url')
   t.equal(signTenantAssertion(SECRET, 'acme-t', TOKEN, NOW), `v1.${exp}.${mac}`)
   t.equal(TENANT_ASSERTION_TTL_S, 60)
+  t.equal(TENANT_ASSERTION_HEADER, 'x-svc-tenant-assertion', 'the header docs/frontdoor.md names (lower case, as uWS hands headers over)')
 })
 
 t.test('it verifies for its tenant, token and secret, until exp plus the leeway', async t => {
