@@ -100,3 +100,60 @@ t.test('WORKERS is an integer from 1, or auto for the cores this process may use
   t.equal(workerCount(loadConfig({ WORKERS: 'auto' }).workers), availableParallelism())
   for (const bad of ['0', '-1', 'two', '1.5', '257']) t.throws(() => loadConfig({ WORKERS: bad }), { name: 'ConfigError', message: /WORKERS=.*an integer from 1 to 256, or auto/ }, bad)
 })
+
+const problemsOf = (env: NodeJS.ProcessEnv): string => {
+  try {
+    loadConfig(env)
+    return 'valid'
+  } catch (err) {
+    t.equal((err as ConfigError).code, 'config_invalid')
+    return (err as Error).message
+  }
+}
+
+t.test('raw values: integers are digits only, around spaces; booleans have four words each way; lists drop empty items', async t => {
+  t.equal(loadConfig({ PORT: ' 9000 ' }).port, 9000, 'spaces around an integer')
+  for (const raw of ['1e3', '0x1F', '12abc', 'abc12', '9 000', '+80']) t.match(problemsOf({ PORT: raw }), `PORT=${JSON.stringify(raw)}: must be integer`, raw)
+  for (const raw of ['true', '1', 'yes', 'on', ' TRUE ', 'On']) t.equal(loadConfig({ KAFKA_TLS: raw }).kafkaTls, true, raw)
+  for (const raw of ['false', '0', 'no', 'off', ' OFF ', 'No']) t.equal(loadConfig({ KAFKA_TLS: raw }).kafkaTls, false, raw)
+  t.same(loadConfig({ ROLES: ' auth ,, ingest ,' }).roles, ['auth', 'ingest'])
+  t.equal(loadConfig({ PORT: '' }).port, 8080, 'an empty variable is an unset one')
+})
+
+t.test('the message: every problem on its own line, exactly', async t => {
+  t.equal(problemsOf({ PORT: 'x', BUS: 'y' }), 'invalid configuration:\n  - PORT="x": must be integer\n  - BUS="y": must be equal to one of the allowed values')
+  t.equal(problemsOf({ KAFKA_SOMETHING_ELSE: 'x' }), 'invalid configuration:\n  - unknown variable KAFKA_SOMETHING_ELSE', 'no suggestion when nothing is close')
+  t.equal(problemsOf({ TELEMETRY_BATCH_MA: '5' }), 'invalid configuration:\n  - unknown variable TELEMETRY_BATCH_MA (did you mean TELEMETRY_BATCH_MAX?)', 'one letter short')
+  t.equal(problemsOf({ TELEMETRY_BATCH_MAXXX: '5' }), 'invalid configuration:\n  - unknown variable TELEMETRY_BATCH_MAXXX (did you mean TELEMETRY_BATCH_MAX?)', 'two letters off')
+  t.equal(problemsOf({ TELEMETRY_BATCH_MAXXXX: '5' }), 'invalid configuration:\n  - unknown variable TELEMETRY_BATCH_MAXXXX', 'three letters off is no longer a typo')
+  t.equal(problemsOf({ PORT: 'x', BUS: 'kafka' }), 'invalid configuration:\n  - PORT="x": must be integer', 'the cross-checks wait until every value is valid')
+})
+
+t.test('the cross-checks, each at its edge', async t => {
+  t.equal(problemsOf({ BUS: 'kafka', KAFKA_BROKERS: '127.0.0.1:9092' }), 'valid')
+  t.equal(problemsOf({ BUS: 'kafka', KAFKA_BROKERS: ' , ' }), 'invalid configuration:\n  - KAFKA_BROKERS is required when BUS=kafka')
+  const sasl = 'invalid configuration:\n  - KAFKA_USERNAME and KAFKA_PASSWORD are required when KAFKA_SASL_MECHANISM is set'
+  t.equal(problemsOf({ KAFKA_SASL_MECHANISM: 'plain', KAFKA_USERNAME: 'u' }), sasl, 'no password')
+  t.equal(problemsOf({ KAFKA_SASL_MECHANISM: 'plain', KAFKA_PASSWORD: 'p' }), sasl, 'no user')
+  t.equal(problemsOf({ KAFKA_SASL_MECHANISM: 'plain', KAFKA_USERNAME: 'u', KAFKA_PASSWORD: 'p' }), 'valid')
+  t.equal(problemsOf({ KAFKA_USERNAME: 'u' }), 'valid', 'a user without SASL is not an error')
+  t.equal(problemsOf({ HTTP_BODY_BUFFER_BYTES: String(2 * 1024 * 1024), TELEMETRY_MAX_BODY: String(2 * 1024 * 1024) }), 'valid', 'a buffer of exactly one body')
+  t.equal(problemsOf({ HTTP_BODY_BUFFER_BYTES: String(2 * 1024 * 1024), TELEMETRY_MAX_BODY: String(2 * 1024 * 1024 + 1) }),
+    'invalid configuration:\n  - HTTP_BODY_BUFFER_BYTES (2097152) must hold at least one TELEMETRY_MAX_BODY (2097153)')
+  t.equal(problemsOf({ STORAGE_BUFFER_BYTES: String(8 * 1024 * 1024) }), 'valid', 'a pool of exactly one part')
+  t.equal(problemsOf({ STORAGE_BUFFER_BYTES: String(8 * 1024 * 1024 - 1) }),
+    'invalid configuration:\n  - STORAGE_BUFFER_BYTES (8388607) must hold at least one S3_PART_SIZE (8388608)')
+})
+
+t.test('HARNESS_URL: not a URL, a user alone or a password alone are refused with their own message', async t => {
+  t.equal(problemsOf({ HARNESS_URL: 'http://[::1:8081' }), 'invalid configuration:\n  - HARNESS_URL="http://[::1:8081" is not a URL')
+  for (const bad of ['http://user@harness:8081', 'http://:pw@harness:8081']) {
+    t.equal(problemsOf({ HARNESS_URL: bad }), `invalid configuration:\n  - HARNESS_URL="${bad}" must be http://host[:port][/base-path], without credentials, query or fragment`, bad)
+  }
+})
+
+t.test('WORKERS: spaces around it, several digits, and 256 itself are fine', async t => {
+  t.equal(workerCount(' 3 '), 3)
+  t.equal(workerCount('12'), 12)
+  t.equal(workerCount('256'), 256)
+})
