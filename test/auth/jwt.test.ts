@@ -120,3 +120,12 @@ t.test('issuer and audience are checked when the rules name them, and each failu
   const twins = createLocalJWKSet({ keys: [{ ...jwk, kid: 'k1' }, { ...await exportJWK(other.publicKey), alg: 'RS256', kid: 'k1' }] })
   t.equal(await check(await sign({ exp }, privateKey, 'k1'), {}, twins), 'auth_failed:invalid_signature', 'two keys under one kid, neither chosen')
 })
+
+t.test('a correctly signed token whose claims are not a JSON object is malformed, not a bad signature', async t => {
+  const { publicKey, privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 })
+  for (const claims of ['not json', '[1,2]', '"a string"']) {
+    const input = `${Buffer.from('{"alg":"RS256"}').toString('base64url')}.${Buffer.from(claims).toString('base64url')}`
+    const signature = createSign('RSA-SHA256').update(input).sign(privateKey).toString('base64url')
+    await t.rejects(verifyJwt(`${input}.${signature}`, publicKey, { algorithms: ['RS256'], leewayS: 0 }), { message: 'auth_failed:malformed' }, claims)
+  }
+})
