@@ -108,3 +108,18 @@ t.test('subject.client_id: the caller\'s own, or another with stream:write:any-c
 t.test('an envelope that is not an object is keyed envelope, and only so', async t => {
   for (const value of [[], 'text', 7, null]) t.strictSame(details(value), { envelope: 'must be a JSON object' }, JSON.stringify(value))
 })
+
+t.test('an envelope that would not publish as it was validated is refused before the schema: a key twice, a number JSON cannot hold, nesting too deep', async t => {
+  const text = JSON.stringify(base)
+  const refusal = (body: string): unknown => {
+    try {
+      parseEnvelope(body, allow)
+      return 'accepted'
+    } catch (err) {
+      return { code: (err as { code: string }).code, details: (err as { details: unknown }).details }
+    }
+  }
+  t.same(refusal(`{"event_type":"warehouse.dock.forklift",${text.slice(1)}`), { code: 'validation_error', details: { eventType: 'is given more than once' } }, 'the second event_type would win in one parser and lose in another')
+  t.same(refusal(text.replace('}}', '},"attributes":{"reading":1e309}}')), { code: 'validation_error', details: { 'attributes.reading': 'must be a finite number (JSON has no Infinity)' } })
+  t.same(refusal(text.replace('}}', `},"attributes":${'['.repeat(40)}${']'.repeat(40)}}`)), { code: 'validation_error', details: { envelope: 'must not nest deeper than 32 levels' } }, 'the whole envelope, keyed as its part')
+})
