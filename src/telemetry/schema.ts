@@ -6,7 +6,7 @@ import { LABEL_MAX } from '../validation/index.js'
  * published as received (forward compatibility). `x-error` replaces ajv's
  * message where the spec's wording is clearer.
  */
-const range = (minimum: number, maximum: number, unit = ''): object =>
+const range = (minimum: number, maximum: number, unit: string): object =>
   ({ type: 'number', minimum, maximum, 'x-error': `must be a number between ${minimum} and ${maximum}${unit}` })
 const nonNegative = (unit: string): object => ({ type: 'number', minimum: 0, 'x-error': `must be a number >= 0 (${unit})` })
 const isoTimestamp = { type: 'string', format: 'iso-date-time', 'x-error': 'must be an ISO 8601 timestamp with a timezone' }
