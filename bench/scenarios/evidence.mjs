@@ -37,7 +37,7 @@ import { testFile, freeBytes } from '../lib/media.mjs'
 import { s3Client } from '../lib/s3.mjs'
 import { fmt } from '../lib/format.mjs'
 import { CLIENT } from '../lib/login.mjs'
-import { knobs, BODY_LIMIT, LEAN, TARGETS } from './evidence/knobs.mjs'
+import { knobs, BODY_LIMIT, TARGETS } from './evidence/knobs.mjs'
 import { runConfig } from './evidence/config.mjs'
 import { readRows, figures, COLUMNS } from './evidence/rows.mjs'
 
@@ -99,7 +99,7 @@ export default {
       const main = { partSize: k.partSize, queueSize: k.queueSize, bufferBytes: k.bufferBytes, nodeArgs: [], direct: true }
       rows.push(...await runConfig(u, main, 'gateway'))
       const gw = rows.find(r => r.label === 'gateway' && r.concurrency === maxC && !r.error)
-      const lean = { ...main, bufferBytes: LEAN.slabs * main.partSize, nodeArgs: LEAN.nodeArgs, direct: false }
+      const lean = { ...main, bufferBytes: k.lean.slabs * main.partSize, nodeArgs: k.lean.nodeArgs, direct: false }
       const leanWhat = `${lean.nodeArgs.join(' ')}, STORAGE_BUFFER_BYTES=${lean.bufferBytes}`
       if (k.variant === 'always' || (k.variant === 'auto' && gw && gw.peakRssBytes > TARGETS.rssBytes)) {
         log(`evidence / gateway-lean: ${leanWhat}` + (k.variant === 'auto' ? ` (the default's ×${maxC} peak RSS ${fmt.mib(gw.peakRssBytes)} is over the target)` : ''))

@@ -28,6 +28,8 @@ export function knobs (settings) {
     repeat: intEnv('BENCH_EVIDENCE_REPEAT', 3, 1),
     dir: process.env.BENCH_EVIDENCE_DIR || '/tmp/evidence-bench',
     variant: choiceEnv('BENCH_EVIDENCE_VARIANT', 'auto', ['auto', 'always', 'never']),
+    // Another profile for gateway-lean, to find the cheapest one within the target.
+    lean: { nodeArgs: listEnv('BENCH_EVIDENCE_LEAN_NODE_ARGS', LEAN.nodeArgs), slabs: intEnv('BENCH_EVIDENCE_LEAN_SLABS', LEAN.slabs, 1) },
     minioCpu: companionCpu('BENCH_MINIO_CPU', settings),
     // The gateway's own variables, when set in the shell, apply to both the gateway and the direct baseline.
     partSize: intEnv('S3_PART_SIZE', 8 * MiB, 5 * MiB),
