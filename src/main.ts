@@ -5,7 +5,7 @@ import { createBus } from './bus/index.js'
 import { NodeHeartbeats, SharedDocuments, clusterOwner } from './cluster/index.js'
 import type { Config } from './config/index.js'
 import { HttpServer, bodyBudget, loadUws, type HttpServerOptions } from './http/index.js'
-import { Readiness, metricsSource, opsRoutes, openApiRoute, type OpenApiPart } from './ops/index.js'
+import { Readiness, disablePretenuring, metricsSource, opsRoutes, openApiRoute, type OpenApiPart } from './ops/index.js'
 import { EvidenceService, SharedClaims, evidenceOpenApi, type IdempotencyClaims } from './evidence/index.js'
 import { consoleRoutes } from './console/index.js'
 import { FrontDoor } from './frontdoor/index.js'
@@ -41,6 +41,7 @@ export interface Gateway {
 
 /** Wires the capabilities named by ROLES together. Nothing else imports across capabilities. */
 export async function startGateway (config: Config, log: Logger): Promise<Gateway> {
+  disablePretenuring()
   const uws = loadUws(config.uwsAllowFallback)
   const roles = new Set(config.roles)
   const registry = new Registry()
