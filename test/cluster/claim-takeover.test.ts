@@ -1,25 +1,27 @@
 import t from 'tap'
+import type { Test } from 'tap'
 import '../helpers/no-keepalive.js'
 import { addClient, startCluster } from '../helpers/cluster.js'
 import { login } from '../helpers/gateway.js'
 import { eventually, rawConnect } from '../helpers/http.js'
-import { sharedInfra } from '../helpers/infra.js'
+import { sharedInfra, type InfraEnv } from '../helpers/infra.js'
 import { consumeSettled } from '../helpers/kafka.js'
 import { BOUNDARY, baseEnvelope, clip, envelopePart, mediaPart, multipartBody, postEvidence } from '../helpers/multipart.js'
 import { gatewayKeys, s3Client } from '../helpers/s3.js'
 
-t.test('the claim of a node killed -9 mid-upload is taken over by another node once its heartbeat is stale', async t => {
-  const infra = sharedInfra(t)
-  if (!infra) return
-  // As on two machines: each node knows the other by its heartbeat only (on one machine the kernel answers at once).
-  const cluster = await startCluster(t, infra, 2, { GATEWAY_TEST_REMOTE_NODE: '1' })
+/**
+ * Two nodes, and an upload to node 1 cut off once its event_id claim is in
+ * S3: node 1 is then killed -9, leaving the claim behind. Returns node 2,
+ * the client's token and the whole request body to retry with.
+ */
+async function orphanedUpload (t: Test, infra: InfraEnv, clientId: string, eventId: string, env: Record<string, string> = {}) {
+  const cluster = await startCluster(t, infra, 2, env)
   const [n1, n2] = cluster.nodes as [typeof cluster.nodes[0], typeof cluster.nodes[0]]
   const s3 = s3Client(infra)
-  const client = await addClient(cluster, 'cam-takeover', ['stream:write'])
+  const client = await addClient(cluster, clientId, ['stream:write'])
   const token = await login(n1.url, client)
-
   const media = clip(6 * 1024 * 1024)
-  const body = multipartBody([envelopePart(baseEnvelope({ event_id: 'evt-orphan', media: [{ checksum_sha256: media.sha256 }] })), mediaPart(media.data)])
+  const body = multipartBody([envelopePart(baseEnvelope({ event_id: eventId, media: [{ checksum_sha256: media.sha256 }] })), mediaPart(media.data)])
   const socket = await rawConnect(n1.port)
   socket.on('error', () => undefined)
   socket.write(`POST /v1/stream/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nContent-Type: multipart/form-data; boundary=${BOUNDARY}\r\nContent-Length: ${body.length}\r\n\r\n`)
@@ -28,6 +30,14 @@ t.test('the claim of a node killed -9 mid-upload is taken over by another node o
   n1.child.proc.kill('SIGKILL')
   await n1.child.exit
   socket.destroy()
+  return { cluster, n2, token, body }
+}
+
+t.test('the claim of a node killed -9 mid-upload is taken over by another node once its heartbeat is stale', async t => {
+  const infra = sharedInfra(t)
+  if (!infra) return
+  // As on two machines: each node knows the other by its heartbeat only (on one machine the kernel answers at once).
+  const { cluster, n2, token, body } = await orphanedUpload(t, infra, 'cam-takeover', 'evt-orphan', { GATEWAY_TEST_REMOTE_NODE: '1' })
 
   // Retried as a client would, every two seconds, until node 2 takes the claim over.
   const answers: number[] = []
@@ -48,21 +58,7 @@ t.test('the claim of a node killed -9 mid-upload is taken over by another node o
 t.test('on one machine, the claim of a node killed -9 is free at once: the kernel knows it is gone', async t => {
   const infra = sharedInfra(t)
   if (!infra) return
-  const cluster = await startCluster(t, infra, 2)
-  const [n1, n2] = cluster.nodes as [typeof cluster.nodes[0], typeof cluster.nodes[0]]
-  const s3 = s3Client(infra)
-  const client = await addClient(cluster, 'cam-local', ['stream:write'])
-  const token = await login(n1.url, client)
-  const media = clip(6 * 1024 * 1024)
-  const body = multipartBody([envelopePart(baseEnvelope({ event_id: 'evt-local', media: [{ checksum_sha256: media.sha256 }] })), mediaPart(media.data)])
-  const socket = await rawConnect(n1.port)
-  socket.on('error', () => undefined)
-  socket.write(`POST /v1/stream/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nContent-Type: multipart/form-data; boundary=${BOUNDARY}\r\nContent-Length: ${body.length}\r\n\r\n`)
-  socket.write(body.subarray(0, 1024 * 1024))
-  await eventually(() => gatewayKeys(s3, cluster.bucket, 'idempotency/'), keys => keys.length === 1, 30_000)
-  n1.child.proc.kill('SIGKILL')
-  await n1.child.exit
-  socket.destroy()
+  const { n2, token, body } = await orphanedUpload(t, infra, 'cam-local', 'evt-local')
   const retry = await postEvidence(n2.url, token, body)
   t.same([retry.status, retry.headers.get('idempotent-replay')], [202, null], 'the first retry is stored, though node 1\'s heartbeat is still fresh')
 })
