@@ -1,9 +1,9 @@
 import type { Logger } from 'pino'
 import { Registry, collectDefaultMetrics } from 'prom-client'
-import { AuthService, LmdbClientStore, LmdbKeyVault, SharedClientStore, SharedKeyVault, type AuthStores, type ClientStore } from './auth/index.js'
+import { AuthService, LmdbClientStore, LmdbKeyVault, SharedClientStore, SharedKeyVault, type AuthStores } from './auth/index.js'
 import { createBus } from './bus/index.js'
 import { NodeHeartbeats, SharedDocuments, clusterOwner } from './cluster/index.js'
-import type { Config } from './config/index.js'
+import { isCluster, type Config } from './config/index.js'
 import { HttpServer, bodyBudget, loadUws, type HttpServerOptions } from './http/index.js'
 import { Readiness, disablePretenuring, metricsSource, opsRoutes, openApiRoute, type OpenApiPart } from './ops/index.js'
 import { EvidenceService, SharedClaims, evidenceOpenApi, type IdempotencyClaims } from './evidence/index.js'
@@ -12,24 +12,7 @@ import { FrontDoor } from './frontdoor/index.js'
 import { HarnessService, harnessOpenApi } from './runs/index.js'
 import { TelemetryService, telemetryOpenApi } from './telemetry/index.js'
 import { createObjectStore } from './storage/index.js'
-import { checkState, openState, Incarnation, type StateStore } from './state/index.js'
-
-/**
- * Kafka and S3 together make a cluster: nodes that share them share the
- * signing keys, the clients and the idempotency claims through S3, each
- * with its own DATA_DIR. No other switch (docs/cluster-state.md).
- */
-export function isCluster (config: Config): boolean {
-  return config.bus === 'kafka' && config.storage === 's3'
-}
-
-/** The clients `gateway clients` manages: in the cluster's S3, or in this node's LMDB. */
-export async function openClientStore (config: Config, state: StateStore): Promise<{ store: ClientStore, close(): void }> {
-  if (!isCluster(config)) return { store: new LmdbClientStore(state), close: () => undefined }
-  const documents = new SharedDocuments(config)
-  await documents.start()
-  return { store: new SharedClientStore(documents), close: () => documents.stop() }
-}
+import { checkState, openState, Incarnation } from './state/index.js'
 
 export interface Gateway {
   /** Bound ports (useful with PORT=0 in tests). */

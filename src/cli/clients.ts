@@ -1,8 +1,8 @@
 import { parseArgs } from 'node:util'
-import { ClientRegistry, clientIdentityProblem, generateSecret, hashSecret } from '../auth/index.js'
-import type { Config } from '../config/index.js'
-import { isCluster, openClientStore } from '../main.js'
-import { openState } from '../state/index.js'
+import { ClientRegistry, LmdbClientStore, SharedClientStore, clientIdentityProblem, generateSecret, hashSecret, type ClientStore } from '../auth/index.js'
+import { isCluster, type Config } from '../config/index.js'
+import { openState, type StateStore } from '../state/index.js'
+import { UsageError } from './usage.js'
 
 const USAGE = `usage:
   gateway clients add <client_id> --audience A [--audience B] --scope S [--scope T] [--tenant T]
@@ -10,13 +10,6 @@ const USAGE = `usage:
   gateway clients remove <client_id>
   gateway clients rotate <client_id>
   gateway clients hash            (reads a secret on stdin, prints its client_secret_hash)`
-
-export class UsageError extends Error {
-  constructor (usage: string) {
-    super(usage)
-    this.name = 'UsageError'
-  }
-}
 
 /**
  * `gateway clients ...`: manages clients in LMDB, or in S3 where every node
@@ -82,4 +75,14 @@ async function readStdin (): Promise<string> {
   const chunks: Buffer[] = []
   for await (const c of process.stdin) chunks.push(c as Buffer)
   return Buffer.concat(chunks).toString('utf8')
+}
+
+/** The clients to manage: in the cluster's S3, or in this node's LMDB. */
+async function openClientStore (config: Config, state: StateStore): Promise<{ store: ClientStore, close(): void }> {
+  if (!isCluster(config)) return { store: new LmdbClientStore(state), close: () => undefined }
+  // Loaded only here: the S3 client would add a third of a second to every command on a single node.
+  const { SharedDocuments } = await import('../cluster/index.js')
+  const documents = new SharedDocuments(config)
+  await documents.start()
+  return { store: new SharedClientStore(documents), close: () => documents.stop() }
 }

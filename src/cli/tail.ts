@@ -4,7 +4,7 @@ import { LocalBus } from '../bus/index.js'
 import type { Config } from '../config/index.js'
 import { openState } from '../state/index.js'
 import { jsonTextProblems } from '../validation/index.js'
-import { UsageError } from './clients.js'
+import { UsageError } from './usage.js'
 
 const USAGE = 'usage: gateway tail <topic> [--from N] [--follow]'
 const POLL_MS = 200

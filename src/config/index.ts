@@ -1,3 +1,3 @@
-export { loadConfig, ConfigError, camelName, workerCount, type Config } from './load.js'
+export { loadConfig, ConfigError, camelName, isCluster, workerCount, type Config } from './load.js'
 export { variables, ownedPrefixes, type Variable } from './variables.js'
 export { readJsonFile } from './json-file.js'

@@ -107,6 +107,15 @@ function harnessUrlProblems (raw: string): string[] {
 }
 
 /** Most worker processes: past a few per core they only add memory and LMDB readers. */
+/**
+ * Kafka and S3 together make a cluster: nodes that share them share the
+ * signing keys, the clients and the idempotency claims through S3, each
+ * with its own DATA_DIR. No other switch (docs/cluster-state.md).
+ */
+export function isCluster (config: Pick<Config, 'bus' | 'storage'>): boolean {
+  return config.bus === 'kafka' && config.storage === 's3'
+}
+
 export const MAX_WORKERS = 256
 
 /** `WORKERS` (or `--workers`): an integer, or `auto` for the cores this process may run on (its affinity mask). */
