@@ -35,7 +35,7 @@ export async function startGateway (config: Config, log: Logger): Promise<Gatewa
   const incarnation = await Incarnation.start(state)
   const readiness = new Readiness()
   readiness.add('lmdb', () => checkState(state))
-  const bus = createBus(config, state, log)
+  const bus = await createBus(config, state, log)
   await bus.start()
   readiness.add('bus', () => bus.probe())
   const stoppers: Array<() => Promise<void> | void> = [() => incarnation.stop(), () => bus.close()]

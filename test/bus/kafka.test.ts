@@ -1,7 +1,7 @@
 import t from 'tap'
 import type { Kafka } from 'kafkajs'
 import pino from 'pino'
-import { KafkaBus } from '../../src/bus/index.js'
+import { KafkaBus } from '../../src/bus/kafka.js'
 import { loadConfig } from '../../src/config/index.js'
 
 /**
