@@ -18,7 +18,11 @@
 //               same JSON) appended after its commit, in order per run, in
 //               batches (≤ 500, 5 ms linger, one batch in flight), each one
 //               value of the `bus-log-v2` database keyed by its last offset,
-//               as the local bus does. Same databases, same options, same
+//               as the local bus does. A run's tenant-index entry and its
+//               owner entry are written with its first event, and the owner
+//               entry removed once its last event is on the bus, as the
+//               gateway's list index and relay do (src/runs/list.ts,
+//               src/runs/outbox.ts). Same databases, same options, same
 //               run ids, the same event objects (the origin's envelope).
 //   memory      echo runs kept in memory, with the gateway's SSE: GET
 //               /runs/{id}/stream (`: stream open`, then replay, then live
@@ -47,7 +51,7 @@ if (!MODES.includes(mode)) {
 const TOPIC = 'harness.runs.v1'
 
 // The gateway's LMDB environment (src/state/lmdb.ts) and databases (src/runs/store.ts, src/bus/local.ts).
-let state, runsDb, eventsDb, busDb
+let state, runsDb, eventsDb, busDb, indexDb, ownersDb
 if (mode === 'lmdb-put' || mode === 'lmdb-run') {
   const { open } = await import('lmdb')
   const dataDir = process.env.DATA_DIR
@@ -57,6 +61,8 @@ if (mode === 'lmdb-put' || mode === 'lmdb-run') {
   runsDb = state.openDB({ name: 'runs-v3', encoding: 'string' })
   eventsDb = state.openDB({ name: 'run-events-v3', encoding: 'string' })
   busDb = state.openDB({ name: 'bus-log-v2' })
+  indexDb = state.openDB({ name: 'runs-by-tenant-v1', encoding: 'string' })
+  ownersDb = state.openDB({ name: 'run-owners', encoding: 'string' })
 }
 
 const JSON_HEADERS = [['content-type', 'application/json']]
@@ -115,6 +121,8 @@ function busFlush () {
     let next = 0
     for (const key of busDb.getKeys({ start: [TOPIC, Number.MAX_SAFE_INTEGER], end: [TOPIC, -1], reverse: true, limit: 1 })) next = key[1] + 1
     busDb.put([TOPIC, next + batch.length - 1], value)
+  }).then(() => {
+    for (const m of batch) m.appended?.()
   }).catch(err => process.stderr.write(`runs-uws: bus append failed: ${err.message}\n`)).finally(() => {
     bus.inFlight = false
     if (bus.queue.length >= 500) busFlush()
@@ -146,6 +154,8 @@ function nextEvent (run, status, patch, step) {
   return event
 }
 
+// The gateway's owner entry is its incarnation id: a UUID.
+const OWNER = randomUUID()
 let pendingWrites = 0
 /** src/runs/store.ts `append` + src/runs/manager.ts `commit`: queue the write now, publish after its commit, in order per run. */
 function appendEvent (run, status, patch, step) {
@@ -155,11 +165,16 @@ function appendEvent (run, status, patch, step) {
   const stored = event.record === undefined
     ? eventsDb.put([runId, event.id], event.json)
     : state.batch(() => {
+      if (event.id === 1) {
+        indexDb.put([run.record.tenant_id, runId], '')
+        ownersDb.put(runId, OWNER)
+      }
       runsDb.put(runId, event.record)
       eventsDb.put([runId, event.id], event.json)
     })
+  const appended = status !== undefined && status !== 'running' && status !== 'queued' ? () => ownersDb.remove(runId) : undefined
   run.chain = Promise.all([run.chain, stored]).then(() => {
-    busAdd({ key: runId, value: event.json, headers: run.headers })
+    busAdd({ key: runId, value: event.json, headers: run.headers, appended })
   }).catch(err => process.stderr.write(`runs-uws: append failed: ${err.message}\n`)).finally(() => { pendingWrites-- })
   return run.chain
 }
