@@ -106,7 +106,6 @@ function harnessUrlProblems (raw: string): string[] {
   return []
 }
 
-/** Most worker processes: past a few per core they only add memory and LMDB readers. */
 /**
  * Kafka and S3 together make a cluster: nodes that share them share the
  * signing keys, the clients and the idempotency claims through S3, each
@@ -116,6 +115,7 @@ export function isCluster (config: Pick<Config, 'bus' | 'storage'>): boolean {
   return config.bus === 'kafka' && config.storage === 's3'
 }
 
+/** Most worker processes: past a few per core they only add memory and LMDB readers. */
 export const MAX_WORKERS = 256
 
 /** `WORKERS` (or `--workers`): an integer, or `auto` for the cores this process may run on (its affinity mask). */
