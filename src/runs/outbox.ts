@@ -38,6 +38,8 @@ interface Tracked {
   terminal: number
   /** The run's published-through marker in LMDB, -1 when it has none. */
   marker: number
+  /** Callers of `published` waiting for an id to be acknowledged. */
+  waiters?: Array<{ id: number, done: () => void }>
 }
 
 interface Entry { run: Tracked, event: RunEvent }
@@ -176,6 +178,24 @@ export class RunOutbox {
     else this.timer ??= setTimeout(() => this.flush(), this.options.lingerMs)
   }
 
+  /**
+   * Resolves once the bus acknowledged the run's events through `id`, or
+   * after `timeoutMs` (a bus that is away: the events stay queued). A run not
+   * held in memory (spilled under load) is not waited for.
+   */
+  published (runId: string, id: number, timeoutMs: number): Promise<void> {
+    const run = this.tracked.get(runId)
+    if (!run || run.acked >= id || this.stopped) return Promise.resolve()
+    return new Promise(resolve => {
+      const timer = setTimeout(done, timeoutMs)
+      function done (): void {
+        clearTimeout(timer)
+        resolve()
+      }
+      (run.waiters ??= []).push({ id, done })
+    })
+  }
+
   /** Whether a run still has events to publish (retention keeps it). */
   holds (runId: string): boolean {
     return this.owners.get(runId) !== undefined
@@ -251,6 +271,7 @@ export class RunOutbox {
   private acknowledged (batch: Entry[]): void {
     for (const { run, event } of batch) {
       run.acked = event.id
+      if (run.waiters) this.wake(run)
       if (run.acked === run.terminal && this.tracked.get(run.runId) === run) {
         this.tracked.delete(run.runId)
         this.behind.delete(run)
@@ -267,6 +288,12 @@ export class RunOutbox {
     if (this.spilled && this.tracked.size < this.maxTracked * 0.9) this.load()
     if (this.queue.length > 0 || this.behind.size > 0) this.flush()
     else if (this.waiting === 0) this.idle?.()
+  }
+
+  private wake (run: Tracked): void {
+    const waiting = run.waiters!.filter(w => w.id > run.acked)
+    for (const w of run.waiters!) if (w.id <= run.acked) w.done()
+    run.waiters = waiting.length > 0 ? waiting : undefined
   }
 
   /**

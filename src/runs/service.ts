@@ -27,7 +27,11 @@ const KEY_RETRY_MIN_MS = 250
 const KEY_RETRY_MAX_MS = 10_000
 /** Shorter than readiness's own limit, so a bus that does not answer is reported with what waits for it. */
 const BUS_PROBE_MS = 1500
-/** How long a read of a run this node does not have waits for the log of runs to be read to its end. */
+/**
+ * How long a read of a run this node does not have waits for the log of runs
+ * to be read to its end; and how long, in a cluster, a start's answer waits
+ * for the run's first event to be on that log.
+ */
 const MISS_WAIT_MS = 2000
 
 /** This process among those sharing DATA_DIR (src/state/incarnation.ts). */
@@ -222,7 +226,10 @@ export class HarnessService {
   private async begin (ctx: RequestContext, tenant: string): Promise<RunRecord> {
     requireJsonBody(ctx.headers['content-type'])
     const request = parseRunRequest(ctx.json(), m => this.manager.hasMode(m), DEFAULT_MODE)
-    return this.manager.start({ tenant, ...request })
+    const record = await this.manager.start({ tenant, ...request })
+    // Read-your-writes across nodes: the answer waits for the run's first event to be on the log the other nodes read (see `owned`).
+    if (this.replica) await this.outbox.published(record.run_id, 1, MISS_WAIT_MS)
+    return record
   }
 
   private async runSync (ctx: RequestContext, tenant: string): Promise<Reply> {

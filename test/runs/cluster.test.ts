@@ -41,6 +41,8 @@ t.test('three nodes sharing Kafka and MinIO: a run is read, streamed, resumed an
     S3_FORCE_PATH_STYLE: 'true',
     S3_BUCKET: `runs-${suffix}`,
     KAFKA_TOPIC_PARTITIONS: '3',
+    // Widens the gap between a start's commit and its first event on Kafka, which a read on another node must not fall into.
+    HARNESS_PUBLISH_LINGER_MS: '300',
     TOPIC_RUNS: `runs-${suffix}`,
     TOPIC_RUNS_CONTROL: `control-${suffix}`,
     TOPIC_TELEMETRY: `telemetry-${suffix}`,
@@ -50,7 +52,7 @@ t.test('three nodes sharing Kafka and MinIO: a run is read, streamed, resumed an
 
   t.test('started on node 1, streamed from node 2, resumed on node 3 with Last-Event-ID: every event once, in order', async t => {
     const id = await start(one, { steps: 30, delay_ms: 100 })
-    // No waiting before the first read: a miss waits for node 2's consumer to reach the end of the log.
+    // No waiting before the first read: node 1 answered once the run was on Kafka, and a miss waits for node 2's consumer to reach the log's end.
     const first = await get(two, id)
     t.equal(first.status, 200, 'node 2 knows the run as soon as node 1 answered')
     t.equal(first.body.run_id, id)

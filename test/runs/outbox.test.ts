@@ -98,6 +98,34 @@ t.test('every event of every run is published once, in order per run, in batches
   t.same([...state.openDB<string, string>({ name: 'run-owners', encoding: 'string' }).getKeys()], [], 'nor any owner entry: every run is out')
 })
 
+/** Whether `promise` settles before the next turn of the event loop (no I/O, no timer in between). */
+const settled = (promise: Promise<unknown>): Promise<'resolved' | 'pending'> =>
+  Promise.race([promise.then(() => 'resolved' as const), new Promise<'pending'>(resolve => setImmediate(() => resolve('pending')))])
+
+t.test('published: resolves once the bus took the event, not before; after its timeout while the bus is down', async t => {
+  const state = openState(t.testdir())
+  t.teardown(() => state.close())
+  const bus = fakeBus()
+  const p = process(state, bus, { lingerMs: 50 })
+  await p.start()
+  const hung = await p.hung()
+  t.equal(bus.taken.length, 0, 'the first event is lingering when the start resolves')
+  await p.outbox.published(hung.run_id, 1, 10_000)
+  t.equal(byRun(bus.taken).get(hung.run_id)?.[0], '1', 'it was on the bus when published resolved')
+  t.equal(await settled(p.outbox.published(hung.run_id, 1, 10_000)), 'resolved', 'an id already acknowledged resolves at once')
+  bus.down = true
+  const late = await p.hung()
+  t.equal(await settled(p.outbox.published(late.run_id, 1, 10_000)), 'pending', 'a bus that is away is waited for')
+  await p.outbox.published(late.run_id, 1, 100)
+  t.notOk(byRun(bus.taken).has(late.run_id), 'a bus that is away: the wait ends at its timeout, the event still queued')
+  bus.down = false
+  await p.outbox.published(late.run_id, 1, 10_000)
+  t.equal(byRun(bus.taken).get(late.run_id)?.[0], '1', 'and is published once the bus is back')
+  t.equal(await settled(p.outbox.published('run-unknown', 1, 10_000)), 'resolved', 'a run the relay does not hold is not waited for')
+  await p.manager.drain()
+  await p.outbox.stop(1000)
+})
+
 t.test('while the bus is down events wait, are retried, and go out once, in order, when it is back', async t => {
   const state = openState(t.testdir())
   t.teardown(() => state.close())
