@@ -1,4 +1,5 @@
 import { GatewayError } from '../errors.js'
+import { ChunkPool } from './chunk-pool.js'
 
 /** uWS neuters the ArrayBuffer when the callback returns, so every chunk is copied out. */
 export function copyChunk (chunk: ArrayBuffer): Buffer {
@@ -27,18 +28,21 @@ export interface BodyFlow {
   resume(): void
 }
 
-/** The smallest chunk buffer; they come in powers of two so that buffers fit the chunks that follow. */
-const MIN_CHUNK_BYTES = 16 * 1024
-/** Idle chunk buffers a body keeps for reuse. */
+/** Idle chunk buffers a body keeps for itself while it is read. */
 const SPARE_CHUNKS = 2
+/** Idle chunk buffers kept between bodies: those of 8 uploads' spares and queues at uWS's 512 KiB chunks. */
+const POOL_BYTES = 8 * 1024 * 1024
+const pool = new ChunkPool(POOL_BYTES)
 
 /**
  * A request body fed by uWS onData, read chunk by chunk: an async iterable
  * whose every chunk is valid only until the next one is asked for. That rule
  * lets the body copy uWS's bytes into a few buffers of its own and reuse
- * them, instead of allocating one per chunk: at upload speed those would pile
- * up as garbage faster than V8 collects external memory (it waits for about
- * 64 MiB of it), which made the process's peak memory track the upload rate.
+ * them, then hand them to the next body (`ChunkPool`), instead of allocating
+ * one per chunk: at upload speed
+ * those would pile up as garbage faster than V8 collects external memory (it
+ * waits for about 64 MiB of it), which made the process's peak memory track
+ * the upload rate.
  *
  * When `highWaterMark` bytes wait unread, the socket is paused, and resumed
  * once they are read, so a slow consumer slows the client down instead of
@@ -105,7 +109,10 @@ export class BodyReader implements AsyncIterable<Buffer> {
       this.resumeIfDrained()
       return Promise.resolve(next)
     }
-    if (this.ended) return Promise.resolve(null)
+    if (this.ended) {
+      this.release()
+      return Promise.resolve(null)
+    }
     this.resumeIfDrained()
     return new Promise((resolve, reject) => { this.waiter = { resolve, reject } })
   }
@@ -114,7 +121,10 @@ export class BodyReader implements AsyncIterable<Buffer> {
   destroy (err: Error): void {
     if (this.failure) return
     this.failure = err
+    // Queued chunks were never handed out, so they are free to reuse; the chunk lent last may still be in its reader's hands.
+    for (const chunk of this.queue) this.spare.push(chunk.buffer as ArrayBuffer)
     this.queue.length = 0
+    this.release()
     const waiter = this.waiter
     this.waiter = undefined
     waiter?.reject(err)
@@ -131,11 +141,10 @@ export class BodyReader implements AsyncIterable<Buffer> {
 
   private take (size: number): Buffer {
     const i = this.spare.findIndex(b => b.byteLength >= size)
-    const buffer = i >= 0 ? this.spare.splice(i, 1)[0]! : new ArrayBuffer(2 ** Math.ceil(Math.log2(Math.max(size, MIN_CHUNK_BYTES))))
-    return Buffer.from(buffer, 0, size)
+    return Buffer.from(i >= 0 ? this.spare.splice(i, 1)[0]! : pool.take(size), 0, size)
   }
 
-  /** Keeps the largest idle buffers: chunk sizes vary, and a small buffer fits fewer of them. */
+  /** Keeps the largest idle buffers (chunk sizes vary, and a small buffer fits fewer of them); the others go to the pool. */
   private recycle (buffer: ArrayBuffer): void {
     if (this.spare.length < SPARE_CHUNKS) {
       this.spare.push(buffer)
@@ -143,7 +152,14 @@ export class BodyReader implements AsyncIterable<Buffer> {
     }
     let smallest = 0
     for (let i = 1; i < this.spare.length; i++) if (this.spare[i]!.byteLength < this.spare[smallest]!.byteLength) smallest = i
-    if (this.spare[smallest]!.byteLength < buffer.byteLength) this.spare[smallest] = buffer
+    if (this.spare[smallest]!.byteLength < buffer.byteLength) [this.spare[smallest], buffer] = [buffer, this.spare[smallest]!]
+    pool.give(buffer)
+  }
+
+  /** The body is done with: its idle buffers serve the bodies to come. */
+  private release (): void {
+    for (const buffer of this.spare) pool.give(buffer)
+    this.spare.length = 0
   }
 
   private settle (chunk: Buffer | null): void {
