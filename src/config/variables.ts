@@ -28,6 +28,7 @@ export const variables = [
   { name: 'DATA_DIR', type: 'string', default: './data', description: 'LMDB environment, filesystem objects, local bus log' },
   { name: 'LOG_LEVEL', type: 'string', default: 'info', enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], description: 'pino level; JSON lines on stdout' },
   { name: 'SHUTDOWN_TIMEOUT_MS', type: 'integer', default: 10000, minimum: 0, description: 'how long SIGTERM waits for in-flight requests' },
+  { name: 'HEAP_SEMI_SPACE_MB', type: 'integer', default: 8, minimum: 1, maximum: 64, description: 'cap of V8\'s young generation, per semi-space, in MiB (rounded up to a power of two; V8\'s own default is 16): uploads keep the process under 150 MB at 8 (docs/evidence.md)' },
   { name: 'UWS_ALLOW_FALLBACK', type: 'boolean', default: false, description: 'start even on the slow uWS Node emulation (never for figures)' },
 
   // HTTP edge
@@ -79,7 +80,7 @@ export const variables = [
   { name: 'S3_FORCE_PATH_STYLE', type: 'boolean', default: false, description: 'path-style addressing (MinIO)' },
   { name: 'S3_PART_SIZE', type: 'integer', default: 8 * MiB, minimum: 5 * MiB, description: 'multipart part size in bytes' },
   { name: 'S3_QUEUE_SIZE', type: 'integer', default: 4, minimum: 1, description: 'parts in flight per upload' },
-  { name: 'STORAGE_BUFFER_BYTES', type: 'integer', default: 48 * MiB, minimum: 5 * MiB, description: 'memory for media being stored, shared by all uploads (slabs of `S3_PART_SIZE`); an upload waits, its socket paused, when it is spent' },
+  { name: 'STORAGE_BUFFER_BYTES', type: 'integer', default: 32 * MiB, minimum: 5 * MiB, description: 'memory for media being stored, shared by all uploads (slabs of `S3_PART_SIZE`); an upload waits, its socket paused, when it is spent' },
   { name: 'STORAGE_CLIENT_MAX_SLABS', type: 'integer', minimum: 1, description: 'slabs of that memory one client may hold at once (default: all but a quarter of them, at least one kept back)' },
   { name: 'STORAGE_CLIENT_MAX_UPLOADS', type: 'integer', minimum: 1, description: 'media parts one client may be storing at once; the next gets 503 `storage_busy` (default: twice its slabs)' },
   { name: 'STORAGE_SLAB_WAIT_MS', type: 'integer', default: 30000, minimum: 1, description: 'longest wait of an upload for buffer memory before 503 `storage_busy`' },

@@ -35,6 +35,6 @@ export function knobs (settings) {
     partSize: intEnv('S3_PART_SIZE', 8 * MiB, 5 * MiB),
     queueSize: intEnv('S3_QUEUE_SIZE', 4, 1),
     // Only reported: the gateway reads it itself (inherited from the shell).
-    bufferBytes: intEnv('STORAGE_BUFFER_BYTES', 48 * MiB, 5 * MiB)
+    bufferBytes: intEnv('STORAGE_BUFFER_BYTES', 32 * MiB, 5 * MiB)
   }
 }
