@@ -39,10 +39,9 @@ const pool = new ChunkPool(POOL_BYTES)
  * whose every chunk is valid only until the next one is asked for. That rule
  * lets the body copy uWS's bytes into a few buffers of its own and reuse
  * them, then hand them to the next body (`ChunkPool`), instead of allocating
- * one per chunk: at upload speed
- * those would pile up as garbage faster than V8 collects external memory (it
- * waits for about 64 MiB of it), which made the process's peak memory track
- * the upload rate.
+ * one per chunk: at upload speed those would pile up as garbage faster than
+ * V8 collects external memory (it waits for about 64 MiB of it), which made
+ * the process's peak memory track the upload rate.
  *
  * When `highWaterMark` bytes wait unread, the socket is paused, and resumed
  * once they are read, so a slow consumer slows the client down instead of

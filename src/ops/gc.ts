@@ -5,6 +5,13 @@ const MiB = 1024 * 1024
 /** V8's own growth factor of the young generation. */
 const GROWTH_FACTOR = 2
 
+/** Whether pretenuring was turned off, so that `reapplyHeapFlags` turns it off again. */
+let pretenuringOff = false
+/** The young generation's cap in bytes (both semi-spaces), whether it is reached, and what watches it. */
+let youngLimit = Infinity
+let observer: PerformanceObserver | undefined
+let capped = false
+
 /**
  * Turns off V8's allocation-site pretenuring for this process.
  *
@@ -21,7 +28,9 @@ const GROWTH_FACTOR = 2
  * fields when a request finished had the same effect, which points at the
  * context as the site (bench/README.md, "quiet machine").
  *
- * The flag is read at each GC, so setting it here, before any load, is enough.
+ * The flag is read at each GC, so setting it here, before any load, is
+ * enough, but for a worker thread's start, which sets it back
+ * (`reapplyHeapFlags`).
  */
 export function disablePretenuring (): void {
   pretenuringOff = true
@@ -38,12 +47,6 @@ export function reapplyHeapFlags (): void {
   if (pretenuringOff) setFlagsFromString('--no-allocation-site-pretenuring')
   if (capped) setFlagsFromString('--semi-space-growth-factor=1')
 }
-
-let pretenuringOff = false
-/** The young generation's cap in bytes (both semi-spaces), whether it is reached, and what watches it. */
-let youngLimit = Infinity
-let observer: PerformanceObserver | undefined
-let capped = false
 
 /**
  * Caps V8's young generation at `semiSpaceMiB` per semi-space, as node's
