@@ -61,32 +61,41 @@ export class FsObjectStore implements ObjectStore {
   }
 }
 
-/** Each part written at its offset in the partial file; the file is renamed to the object's path when complete. */
+/**
+ * Each part written at its offset in the partial file; the file is renamed to
+ * the object's path when complete. The file is opened at the first write, so
+ * a write refused before it (a client past its uploads) leaves nothing.
+ */
 class FileWriter implements ObjectWriter {
-  private readonly file: Promise<FileHandle>
+  private file: Promise<FileHandle> | undefined
   private position = 0
 
-  constructor (private readonly partial: string, private readonly path: string) {
-    this.file = open(this.partial, 'w')
-    this.file.catch(() => undefined)
-  }
+  constructor (private readonly partial: string, private readonly path: string) {}
 
   async part (bytes: Uint8Array): Promise<void> {
     const at = this.position
     this.position += bytes.length
-    await (await this.file).write(bytes, 0, bytes.length, at)
+    await (await this.opened()).write(bytes, 0, bytes.length, at)
   }
 
   async complete (rest: Uint8Array): Promise<{ uri: string, etag: string }> {
     await this.part(rest)
-    await (await this.file).close()
+    await (await this.opened()).close()
     await mkdir(dirname(this.path), { recursive: true })
     await rename(this.partial, this.path)
     return { uri: `file://${this.path}`, etag: '' }
   }
 
   async abort (): Promise<void> {
-    await this.file.then(f => f.close(), () => undefined).catch(() => undefined)
+    await this.file?.then(f => f.close(), () => undefined).catch(() => undefined)
     await rm(this.partial, { force: true })
+  }
+
+  private opened (): Promise<FileHandle> {
+    if (this.file === undefined) {
+      this.file = open(this.partial, 'w')
+      this.file.catch(() => undefined)
+    }
+    return this.file
   }
 }

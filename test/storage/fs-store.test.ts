@@ -44,6 +44,23 @@ t.test('an aborted write leaves neither the object nor its temporary file', asyn
   t.notOk(existsSync(join(root, 'tenant')), 'and no folder: an object\'s folders are made when it is complete')
 })
 
+t.test('a client past its uploads is refused and leaves no partial file behind', async t => {
+  const dataDir = t.testdir()
+  const store = new FsObjectStore(dataDir, new SlabPool(1024, 2, { uploadsPerTenant: 1 }), 2)
+  await store.start()
+  const partials = (): string[] => readdirSync(join(dataDir, 'objects', '.partial'))
+  const stalled = new Readable({ read () {} })
+  stalled.push(randomBytes(3000))
+  const ac = new AbortController()
+  const holding = store.put('tenant/evt/a.mp4', stalled, 'video/mp4', { signal: ac.signal, tenant: 'cam' })
+  await until(() => partials().length === 1)
+  await t.rejects(store.put('tenant/evt/b.mp4', Readable.from([randomBytes(10)]), 'video/mp4', { signal: new AbortController().signal, tenant: 'cam' }), { code: 'storage_busy' })
+  t.equal(partials().length, 1, 'only the upload being stored has a partial file')
+  ac.abort(new Error('client disconnected'))
+  await t.rejects(holding)
+  t.same(partials(), [], 'and none is left once it failed')
+})
+
 t.test('while an object is written its partial file is named after the writing process', async t => {
   const owner: ProcessOwner = { id: 'me-1', isAlive: id => id === 'me-1' }
   const { store, root } = await setup(t, 1024, owner)
