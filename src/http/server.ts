@@ -53,6 +53,13 @@ export interface HttpServerOptions {
 const MiB = 1024 * 1024
 const DEFAULT_BODY_LIMIT = MiB
 const NO_BODY = Buffer.alloc(0)
+/**
+ * 503s the gateway answers by design when a client or the load asks for more
+ * than a budget allows: logged at warn, not error, since a client (or an
+ * attacker) causes them at will and they say nothing is broken. A bus or
+ * store that fails stays at error.
+ */
+const SHEDDING: ReadonlySet<string> = new Set(['overloaded', 'storage_busy', 'shutting_down'])
 
 interface Entry { route: Route, label: string, limit: number, dialect: ErrorDialect }
 
@@ -261,7 +268,11 @@ export class HttpServer implements IntakeHost<Entry> {
       return
     }
     const e = toGatewayError(err)
-    if (e.status >= 500) this.log.error({ reqId: ctx.requestId, route: ctx.route, code: e.code, err: e.cause ?? e }, e.message)
+    if (e.status >= 500) {
+      const line = { reqId: ctx.requestId, route: ctx.route, code: e.code, err: e.cause ?? e }
+      if (SHEDDING.has(e.code)) this.log.warn(line, e.message)
+      else this.log.error(line, e.message)
+    }
     this.respond(ctx, e.status, errorBody(ctx.dialect, e), e.headers)
   }
 

@@ -3,8 +3,10 @@ import { once } from 'node:events'
 import { createHash, randomBytes } from 'node:crypto'
 import { connect, type Socket } from 'node:net'
 import { setTimeout as sleep } from 'node:timers/promises'
+import pino from 'pino'
+import { Registry } from 'prom-client'
 import { GatewayError } from '../../src/errors.js'
-import type { RequestContext } from '../../src/http/index.js'
+import { HttpServer, loadUws, type RequestContext } from '../../src/http/index.js'
 import { serve, rawConnect, readResponse, until } from '../helpers/http.js'
 
 const echo = (ctx: RequestContext) => ({ status: 200, body: { got: ctx.json(), params: ctx.params } })
@@ -63,6 +65,22 @@ t.test('typed errors map to status and body in one place; others are a bare 500'
   const bug = await fetch(`${url}/bug`)
   t.equal(bug.status, 500)
   t.same(await bug.json(), { status: 'error', code: 'internal_error', message: 'internal error' }, 'internals are not leaked')
+})
+
+t.test('a 503 the gateway sheds load with is logged at warn; a failing dependency or a bug at error', async t => {
+  const lines: Array<{ level: number, code?: string }> = []
+  const logger = pino({ level: 'info' }, { write: (line: string) => { lines.push(JSON.parse(line)) } })
+  const server = new HttpServer({ name: 'test', logger, registry: new Registry(), uws: loadUws(false) })
+  const fail = (code: 'storage_busy' | 'overloaded' | 'bus_unavailable') => () => { throw new GatewayError(code, code) }
+  server.route({ method: 'GET', path: '/busy', handler: fail('storage_busy') })
+  server.route({ method: 'GET', path: '/overloaded', handler: fail('overloaded') })
+  server.route({ method: 'GET', path: '/bus', handler: fail('bus_unavailable') })
+  server.route({ method: 'GET', path: '/bug', handler: () => { throw new Error('bug') } })
+  const url = `http://127.0.0.1:${await server.listen('127.0.0.1', 0)}`
+  t.teardown(() => server.close())
+  for (const path of ['/busy', '/overloaded', '/bus', '/bug']) t.equal((await fetch(url + path)).status, path === '/bug' ? 500 : 503, path)
+  const levels = Object.fromEntries(lines.filter(l => l.code !== undefined).map(l => [l.code, l.level]))
+  t.same(levels, { storage_busy: 40, overloaded: 40, bus_unavailable: 50, internal_error: 50 })
 })
 
 t.test('unknown routes get 404 and wrong methods 405', async t => {
