@@ -1,8 +1,8 @@
 import { openSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { setTimeout as sleep } from 'node:timers/promises'
 import t from 'tap'
 import { createLogger } from '../../src/ops/index.js'
+import { until } from '../helpers/http.js'
 
 const lines = (file: string): Array<Record<string, unknown>> => readFileSync(file, 'utf8').split('\n').filter(Boolean).map(l => JSON.parse(l) as Record<string, unknown>)
 
@@ -22,11 +22,8 @@ t.test('a lone line is written within the flush period, without a flush call', a
   const { file, fd } = logTo(t)
   const { log } = createLogger('info', fd)
   log.info({ n: 1 }, 'hello')
-  let seen: Array<Record<string, unknown>> = []
-  for (let waited = 0; waited < 2000 && seen.length === 0; waited += 20) {
-    await sleep(20)
-    seen = lines(file)
-  }
+  await until(() => lines(file).length > 0, 2000)
+  const seen = lines(file)
   t.match(seen, [{ level: 30, msg: 'hello', n: 1, pid: process.pid }])
   t.match(seen[0], { time: /^\d{4}-\d\d-\d\dT/ }, 'ISO time')
 })

@@ -121,7 +121,8 @@ t.test('events stored while a replay is under way are neither lost nor repeated'
     const fake = fakeContext({ id })
     await call('GET /runs/{id}/stream', fake)
     streams.push(fake)
-    await new Promise(resolve => setTimeout(resolve, 150))
+    // The next stream joins once the run has moved on, so each replay overlaps other events being stored.
+    await eventually(async () => ids(fake.text()).length, n => n >= (i + 1) * 150, 30_000, 5)
   }
   for (const fake of streams) {
     await eventually(async () => fake.ended(), ended => ended, 60_000, 20)

@@ -38,7 +38,9 @@ t.test('an aborted write leaves neither the object nor its temporary file', asyn
   const body = new Readable({ read () {} })
   body.push(randomBytes(3000))
   const put = store.put('tenant/evt/1.mp4', body, 'video/mp4', { signal: ac.signal })
-  setTimeout(() => ac.abort(new Error('client disconnected')), 20)
+  // Aborted once a part is written, so there is a partial file to remove.
+  await until(() => readdirSync(join(root, '.partial')).length === 1)
+  ac.abort(new Error('client disconnected'))
   await t.rejects(put, { message: 'client disconnected' })
   t.same(readdirSync(join(root, '.partial')), [], 'no partial file')
   t.notOk(existsSync(join(root, 'tenant')), 'and no folder: an object\'s folders are made when it is complete')
