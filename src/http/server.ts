@@ -4,7 +4,7 @@ import type { Registry } from 'prom-client'
 import { BodyReader, payloadTooLarge } from './body.js'
 import { BodyBudget } from './budget.js'
 import { LATER, RequestContext, type Reply, type Settle } from './context.js'
-import { GatewayError, toGatewayError } from '../errors.js'
+import { GatewayError, toGatewayError, type ErrorCode } from '../errors.js'
 import { errorBody, type ErrorDialect } from './error-bodies.js'
 import { Intake, bodiesOverloaded, type CutReason, type IntakeHost } from './intake.js'
 import { ServerMetrics } from './metrics.js'
@@ -59,7 +59,7 @@ const NO_BODY = Buffer.alloc(0)
  * attacker) causes them at will and they say nothing is broken. A bus or
  * store that fails stays at error.
  */
-const SHEDDING: ReadonlySet<string> = new Set(['overloaded', 'storage_busy', 'shutting_down'])
+const SHEDDING: ReadonlySet<ErrorCode> = new Set<ErrorCode>(['overloaded', 'storage_busy', 'shutting_down'])
 
 interface Entry { route: Route, label: string, limit: number, dialect: ErrorDialect }
 
