@@ -28,11 +28,6 @@ export class HashPool {
     })
   }
 
-  /** Calls `listener` each time a worker thread is started and ready (workers come and go with the load). */
-  onWorker (listener: () => void): void {
-    this.pool.on('workerCreate', listener)
-  }
-
   /** A hash in progress: `update` in order, then `digest` once. */
   start (): HashTask {
     return new HashTask(this.pool)

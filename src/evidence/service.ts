@@ -70,11 +70,6 @@ export class EvidenceService {
     this.acceptedBytes = new Counter({ name: 'evidence_media_bytes_total', help: 'Bytes of media in accepted uploads', registers: [registry] })
   }
 
-  /** Calls `listener` each time a hash worker thread is online (process-wide settings a worker's start resets are set again there). */
-  onHashWorker (listener: () => void): void {
-    this.hashes.onWorker(listener)
-  }
-
   start (): void {
     this.outbox.start()
     const sweep = (): void => { this.idempotency.sweep().catch(err => this.log.error({ err }, 'idempotency sweep failed')) }

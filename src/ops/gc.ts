@@ -5,12 +5,11 @@ const MiB = 1024 * 1024
 /** V8's own growth factor of the young generation. */
 const GROWTH_FACTOR = 2
 
-/** Whether pretenuring was turned off, so that `reapplyHeapFlags` turns it off again. */
+/** Whether pretenuring was turned off: every reassertion turns it off again. */
 let pretenuringOff = false
-/** The young generation's cap in bytes (both semi-spaces), whether it is reached, and what watches it. */
+/** The young generation's cap in bytes (both semi-spaces); Infinity when not capped. */
 let youngLimit = Infinity
 let observer: PerformanceObserver | undefined
-let capped = false
 
 /**
  * Turns off V8's allocation-site pretenuring for this process.
@@ -29,23 +28,11 @@ let capped = false
  * context as the site (bench/README.md, "quiet machine").
  *
  * The flag is read at each GC, so setting it here, before any load, is
- * enough, but for a worker thread's start, which sets it back
- * (`reapplyHeapFlags`).
+ * enough, but for a worker thread's start, which sets it back (`watchHeap`).
  */
 export function disablePretenuring (): void {
   pretenuringOff = true
-  setFlagsFromString('--no-allocation-site-pretenuring')
-}
-
-/**
- * Sets this module's flags again. V8's flags are process-wide, and a worker
- * thread's start sets them back to node's (measured: the growth factor was 2
- * again once a worker was online, and the young generation grew to 32 MiB):
- * call this once each worker thread is online.
- */
-export function reapplyHeapFlags (): void {
-  if (pretenuringOff) setFlagsFromString('--no-allocation-site-pretenuring')
-  if (capped) setFlagsFromString('--semi-space-growth-factor=1')
+  watchHeap()
 }
 
 /**
@@ -66,17 +53,32 @@ export function reapplyHeapFlags (): void {
  */
 export function capYoungGeneration (semiSpaceMiB: number): void {
   youngLimit = 2 * semiSpaceMiB * MiB
-  if (!observer) {
-    observer = new PerformanceObserver(adjustGrowth)
-    observer.observe({ entryTypes: ['gc'] })
-  }
-  adjustGrowth()
+  watchHeap()
 }
 
-function adjustGrowth (): void {
+/**
+ * Sets the flags now, and again after every GC and once each worker thread
+ * is online. V8's flags are process-wide, and a worker thread's start sets
+ * them back to node's (measured: the growth factor was 2 again and the young
+ * generation grew to 32 MiB; pretenuring came back with it). The hash and
+ * scrypt pools start workers as load comes (a login after 30 s without one
+ * starts one), and when node has options of its own (`execArgv`, which a
+ * worker inherits) the reset comes after the worker is online, so the flags
+ * are also set after each GC: a late reset can then grow the space by one
+ * step, at the next scavenge, and no further.
+ */
+function watchHeap (): void {
+  if (!observer) {
+    observer = new PerformanceObserver(assertFlags)
+    observer.observe({ entryTypes: ['gc'] })
+    process.on('worker', worker => worker.once('online', assertFlags))
+  }
+  assertFlags()
+}
+
+function assertFlags (): void {
+  if (pretenuringOff) setFlagsFromString('--no-allocation-site-pretenuring')
+  if (youngLimit === Infinity) return
   const space = getHeapSpaceStatistics().find(s => s.space_name === 'new_space')
-  const reached = (space?.space_size ?? 0) >= youngLimit
-  if (reached === capped) return
-  setFlagsFromString(`--semi-space-growth-factor=${reached ? 1 : GROWTH_FACTOR}`)
-  capped = reached
+  setFlagsFromString(`--semi-space-growth-factor=${(space?.space_size ?? 0) >= youngLimit ? 1 : GROWTH_FACTOR}`)
 }
