@@ -4,6 +4,17 @@ import { createInterface } from 'node:readline'
 
 export const GATEWAY_BIN = fileURLToPath(new URL('../../bin/gateway.js', import.meta.url))
 
+/**
+ * `node bin/gateway.js …` as an operator runs it. tap's file tracker
+ * (@tapjs/processinfo, for coverage, which is off) puts itself into the
+ * NODE_OPTIONS of every child; in a gateway it costs about 0.8 s of CPU and
+ * 0.5 s of start-up, and the suite starts hundreds. `env` execs node, so the
+ * child's pid, signals and exit code are node's own.
+ */
+function gatewayCommand (args: string[]): [string, string[]] {
+  return ['env', ['-u', 'NODE_OPTIONS', process.execPath, GATEWAY_BIN, ...args]]
+}
+
 interface Tap { teardown(fn: () => unknown): void }
 
 export interface Child {
@@ -17,7 +28,7 @@ export interface Child {
 
 /** Runs `gateway` from dist as a real process; killed at teardown if still alive. */
 export function spawnGateway (t: Tap, args: string[], env: Record<string, string>): Child {
-  const proc = spawn(process.execPath, [GATEWAY_BIN, ...args], { env: { PATH: process.env['PATH'] ?? '', PORT: '0', HARNESS_PORT: '0', ...env }, stdio: ['pipe', 'pipe', 'pipe'] })
+  const proc = spawn(...gatewayCommand(args), { env: { PATH: process.env['PATH'] ?? '', PORT: '0', HARNESS_PORT: '0', ...env }, stdio: ['pipe', 'pipe', 'pipe'] })
   const lines: Array<Record<string, unknown>> = []
   const waiters: Array<{ msg: string, resolve: (l: Record<string, unknown>) => void }> = []
   let err = ''
@@ -50,7 +61,7 @@ export function spawnGateway (t: Tap, args: string[], env: Record<string, string
  * made `gateway tail` look as if committed records were missing.
  */
 export async function runGateway (args: string[], env: Record<string, string>, input?: string): Promise<{ code: number | null, stdout: string, stderr: string }> {
-  const proc = spawn(process.execPath, [GATEWAY_BIN, ...args], { env: { PATH: process.env['PATH'] ?? '', ...env } })
+  const proc = spawn(...gatewayCommand(args), { env: { PATH: process.env['PATH'] ?? '', ...env } })
   let stdout = ''
   let stderr = ''
   proc.stdout.on('data', d => { stdout += d })
