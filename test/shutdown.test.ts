@@ -1,6 +1,5 @@
 import t from 'tap'
 import { connect } from 'node:net'
-import { setTimeout as sleep } from 'node:timers/promises'
 import { spawnGateway } from './helpers/child.js'
 import { rawConnect, readResponse } from './helpers/http.js'
 import { CLIENT, writeJson } from './helpers/gateway.js'
@@ -13,9 +12,11 @@ t.test('SIGTERM lets an in-flight request complete, refuses new connections, and
 
   const body = JSON.stringify({ grant_type: 'client_credentials', client_id: CLIENT.client_id, client_secret: CLIENT.client_secret, audience: 'evidence-gateway' })
   const socket = await rawConnect(port)
-  socket.write(`POST /api/v1/login HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 10)}`)
-  // Let the headers land, so the request is in flight before the signal (not a timing assertion).
-  await sleep(100)
+  // The login follows a probe in the same write: uWS parses both in one read
+  // and sends the probe's answer after it, so once that answer is here the
+  // login is in flight before the signal.
+  socket.write(`GET /health HTTP/1.1\r\nHost: x\r\n\r\nPOST /api/v1/login HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 10)}`)
+  await readResponse(socket, /"ok"\}$/)
 
   gw.proc.kill('SIGTERM')
   await gw.waitFor('shutting down')

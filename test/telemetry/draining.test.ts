@@ -19,10 +19,12 @@ t.test('a request that arrives while the gateway drains gets 503 shutting_down i
     socket.write(KEEP_ALIVE_PROBE)
     t.match(await readResponse(socket, /"ok"\}$/), /^HTTP\/1\.1 200 /)
   }
-  // A request in flight holds the drain open.
+  // A request in flight holds the drain open. It follows a probe in the same
+  // write: uWS parses both in one read and sends the probe's answer after it,
+  // so once that answer is here the POST is in flight.
   const holder = await rawConnect(port)
-  holder.write('POST /v1/asset/track HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"asset_id":')
-  await new Promise(resolve => setTimeout(resolve, 100))
+  holder.write(KEEP_ALIVE_PROBE + 'POST /v1/asset/track HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"asset_id":')
+  await readResponse(holder, /"ok"\}$/)
 
   gw.proc.kill('SIGTERM')
   await gw.waitFor('shutting down')
