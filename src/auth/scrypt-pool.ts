@@ -1,57 +1,58 @@
-import { Piscina } from 'piscina'
 import { GatewayError } from '../errors.js'
-import type { ScryptTask } from './scrypt-worker.js'
+import { hashSecret, verifySecret } from './secrets.js'
 
 export interface ScryptPoolOptions {
+  /** scrypt calls that may run at once, each on a thread of libuv's pool. */
   threads: number
   /** Checks that may wait for a thread; one more is answered 503 `overloaded`. */
   queue: number
 }
 
 /**
- * scrypt on threads of its own. On libuv's pool (four threads, shared with
- * lmdb commits and file writes) 200 concurrent logins held every thread for
- * seconds and telemetry answered 500 while its bus writes waited behind them.
- * Here a burst of logins waits for these threads alone, and past `queue`
- * waiting checks the next login is told to come back rather than queued
- * without bound.
+ * scrypt on at most `threads` of libuv's thread pool at a time. That pool
+ * (UV_THREADPOOL_SIZE, four threads) also runs lmdb commits and file writes:
+ * 200 concurrent logins once held every thread of it for seconds, and
+ * telemetry answered 500 while its bus writes waited behind them. Bounded
+ * here, a burst of logins waits for its own slots and the other threads stay
+ * free (config/load.ts refuses `threads` that would take the whole pool);
+ * past `queue` waiting checks the next login is told to come back rather than
+ * queued without bound.
+ *
+ * A worker thread of our own did the same job before, at a price: about
+ * 6 MiB of RSS while it lived, a login about 80 ms slower when it had to
+ * start one, and every start set V8's heap flags back to node's (ops/gc.ts).
  */
 export class ScryptPool {
-  private readonly pool: Piscina
-  private pending = 0
+  private running = 0
+  private readonly waiting: Array<() => void> = []
 
-  constructor (private readonly options: ScryptPoolOptions) {
-    const ext = import.meta.url.endsWith('.ts') ? '.ts' : '.js'
-    this.pool = new Piscina({
-      filename: new URL(`./scrypt-worker${ext}`, import.meta.url).href,
-      minThreads: 0,
-      maxThreads: options.threads,
-      // Logins come in bursts; an idle worker gives its thread and heap back.
-      idleTimeout: 30_000,
-      // scrypt's working memory is off-heap; the worker's own heap stays tiny.
-      resourceLimits: { maxYoungGenerationSizeMb: 2 }
-    })
-  }
+  constructor (private readonly options: ScryptPoolOptions) {}
 
   /** A new hash (start-up only: not bounded by `queue`). */
   async hash (secret: string): Promise<string> {
-    return this.pool.run({ op: 'hash', secret } satisfies ScryptTask) as Promise<string>
+    return this.slot(() => hashSecret(secret))
   }
 
   /** Checks `secret` against a stored hash, or throws 503 `overloaded` when too many wait. */
   async verify (stored: string, secret: string): Promise<boolean> {
-    if (this.pending >= this.options.threads + this.options.queue) {
+    if (this.running >= this.options.threads && this.waiting.length >= this.options.queue) {
       throw new GatewayError('overloaded', 'too many logins in progress; retry shortly', { headers: { 'retry-after': '1' } })
     }
-    this.pending++
-    try {
-      return await (this.pool.run({ op: 'verify', stored, secret } satisfies ScryptTask) as Promise<boolean>)
-    } finally {
-      this.pending--
-    }
+    return this.slot(() => verifySecret(stored, secret))
   }
 
-  async close (): Promise<void> {
-    await this.pool.destroy()
+  /** Nothing to release: a check in progress finishes on libuv's thread. */
+  async close (): Promise<void> {}
+
+  private async slot<T> (work: () => Promise<T>): Promise<T> {
+    if (this.running >= this.options.threads) await new Promise<void>(resolve => this.waiting.push(resolve))
+    else this.running++
+    try {
+      return await work()
+    } finally {
+      const next = this.waiting.shift()
+      if (next) next()
+      else this.running--
+    }
   }
 }

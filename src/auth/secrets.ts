@@ -1,4 +1,4 @@
-import { randomBytes, scrypt as scryptCb, scryptSync, timingSafeEqual, type ScryptOptions } from 'node:crypto'
+import { randomBytes, scrypt as scryptCb, timingSafeEqual, type ScryptOptions } from 'node:crypto'
 
 interface Cost { N: number, r: number, p: number }
 
@@ -24,20 +24,15 @@ export function generateSecret (): string {
 }
 
 /*
- * Two forms of each: the async ones run on libuv's thread pool, which lmdb
- * commits and file writes share, so only one-shot callers (the CLI) use them;
- * the service hashes with the sync ones inside its own worker (scrypt-pool.ts).
+ * Both run on libuv's thread pool, which lmdb commits and file writes share:
+ * the service calls them through ScryptPool, which bounds how many threads
+ * of it they hold; the CLI is a process of its own.
  */
 
 /** `scrypt$N$r$p$salt$hash`, the form the CLI prints and AUTH_CLIENTS_FILE takes. */
 export async function hashSecret (secret: string): Promise<string> {
   const salt = randomBytes(16)
   return format(salt, await scrypt(secret, salt, KEYLEN, { N, r: R, p: P }))
-}
-
-export function hashSecretSync (secret: string): string {
-  const salt = randomBytes(16)
-  return format(salt, scryptSync(secret, salt, KEYLEN, withMaxmem({ N, r: R, p: P })))
 }
 
 function format (salt: Buffer, hash: Buffer): string {
@@ -61,12 +56,5 @@ export async function verifySecret (stored: string, secret: string): Promise<boo
   const h = parse(stored)
   if (!h) return false
   const derived = await scrypt(secret, h.salt, h.hash.length, { N: h.n, r: h.r, p: h.p })
-  return derived.length === h.hash.length && timingSafeEqual(derived, h.hash)
-}
-
-export function verifySecretSync (stored: string, secret: string): boolean {
-  const h = parse(stored)
-  if (!h) return false
-  const derived = scryptSync(secret, h.salt, h.hash.length, withMaxmem({ N: h.n, r: h.r, p: h.p }))
   return derived.length === h.hash.length && timingSafeEqual(derived, h.hash)
 }

@@ -126,8 +126,18 @@ export function workerCount (raw: string): number {
   return Number(value)
 }
 
-function crossChecks (c: Config): string[] {
+/** libuv's thread pool as libuv sizes it: UV_THREADPOOL_SIZE, 4 when unset, within 1..1024. */
+export function uvThreadPoolSize (env: NodeJS.ProcessEnv): number {
+  const n = Number.parseInt(env['UV_THREADPOOL_SIZE'] ?? '', 10)
+  return Number.isNaN(n) ? 4 : Math.min(1024, Math.max(1, n))
+}
+
+function crossChecks (c: Config, env: NodeJS.ProcessEnv): string[] {
   const problems: string[] = []
+  const pool = uvThreadPoolSize(env)
+  if (c.authHashThreads >= pool) {
+    problems.push(`AUTH_HASH_THREADS (${c.authHashThreads}) must be below libuv's thread pool (UV_THREADPOOL_SIZE, ${pool}): lmdb commits and file writes need a thread of it while logins hash; raise UV_THREADPOOL_SIZE with it`)
+  }
   try {
     workerCount(c.workers)
   } catch (err) {
@@ -183,7 +193,7 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env): Config {
     const value = input[v.name] ?? ('default' in v ? v.default : undefined)
     config[camelName(v.name)] = Array.isArray(value) ? Object.freeze([...value]) : value
   }
-  if (problems.length === 0) problems.push(...crossChecks(config as Config))
+  if (problems.length === 0) problems.push(...crossChecks(config as Config, env))
   if (problems.length > 0) throw new ConfigError(`invalid configuration:\n  - ${problems.join('\n  - ')}`)
   return Object.freeze(config) as Config
 }

@@ -47,7 +47,7 @@ export const variables = [
   { name: 'AUTH_ADDRESS_MAX_FAILURES', type: 'integer', default: 100, minimum: 1, description: 'failed logins from one address, any client_id, before 429' },
   { name: 'AUTH_FAILURE_WINDOW_S', type: 'integer', default: 300, minimum: 1, description: 'window of the failed-login counts' },
   { name: 'AUTH_CLIENT_ADDRESS_HEADER', type: 'string', description: 'header a trusted proxy sets to the client address (last entry used), for the failed-login counts; only when nothing else can reach the gateway' },
-  { name: 'AUTH_HASH_THREADS', type: 'integer', default: 1, minimum: 1, maximum: 16, description: 'worker threads that check client secrets (scrypt), apart from libuv\'s pool' },
+  { name: 'AUTH_HASH_THREADS', type: 'integer', default: 1, minimum: 1, maximum: 1023, description: 'threads of libuv\'s pool that may check client secrets (scrypt) at once; below UV_THREADPOOL_SIZE (4)' },
   { name: 'AUTH_HASH_QUEUE', type: 'integer', default: 64, minimum: 0, description: 'logins that may wait for a hash thread; more get 503 with Retry-After' },
   { name: 'AUTH_SECRET_CACHE_S', type: 'integer', default: 300, minimum: 0, description: 'how long a verified client secret is trusted without hashing again (0: never)' },
 

@@ -60,9 +60,9 @@ export function capYoungGeneration (semiSpaceMiB: number): void {
  * Sets the flags now, and again after every GC and once each worker thread
  * is online. V8's flags are process-wide, and a worker thread's start sets
  * them back to node's (measured: the growth factor was 2 again and the young
- * generation grew to 32 MiB; pretenuring came back with it). The hash and
- * scrypt pools start workers as load comes (a login after 30 s without one
- * starts one), and when node has options of its own (`execArgv`, which a
+ * generation grew to 32 MiB; pretenuring came back with it). The hash pool
+ * starts workers as load comes (an upload after 30 s without one starts
+ * one), and when node has options of its own (`execArgv`, which a
  * worker inherits) the reset comes after the worker is online, so the flags
  * are also set after each GC: a late reset can then grow the space by one
  * step, at the next scavenge, and no further. Setting both costs about 9 µs,

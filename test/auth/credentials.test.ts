@@ -1,5 +1,7 @@
 import t, { type Test } from 'tap'
 import pino from 'pino'
+import { promises as fs } from 'node:fs'
+import { fileURLToPath } from 'node:url'
 import { ClientRegistry, Credentials, LmdbClientStore, ScryptPool, hashSecret, verifySecret } from '../../src/auth/index.js'
 import { openState } from '../../src/state/index.js'
 
@@ -82,6 +84,18 @@ t.test('the pool answers 503 overloaded with Retry-After once threads and queue 
   const stored = await pool.hash('s')
   const running = [pool.verify(stored, 's'), pool.verify(stored, 'x')]
   await t.rejects(pool.verify(stored, 's'), { code: 'overloaded', status: 503, headers: { 'retry-after': '1' } })
-  t.same(await Promise.all(running), [true, false], 'the admitted checks complete, in the worker')
+  t.same(await Promise.all(running), [true, false], 'the admitted checks complete')
   t.equal(await pool.verify(stored, 's'), true, 'and there is room again')
+})
+
+t.test('checks hold at most `threads` of libuv\'s pool: other work on it is not queued behind a burst of logins', async t => {
+  const pool = new ScryptPool({ threads: 1, queue: 8 })
+  const stored = await pool.hash('s')
+  const order: string[] = []
+  const logins = Array.from({ length: 6 }, (_, i) => pool.verify(stored, 's').then(() => { order.push(`login ${i}`) }))
+  // fs.stat runs on libuv's pool too; with six hashes on its four threads it would wait for one to end.
+  const stat = fs.stat(fileURLToPath(import.meta.url)).then(() => { order.push('stat') })
+  await Promise.all([...logins, stat])
+  t.equal(order[0], 'stat')
+  t.same(order.slice(1), ['login 0', 'login 1', 'login 2', 'login 3', 'login 4', 'login 5'], 'the waiting checks run in arrival order')
 })

@@ -63,6 +63,13 @@ t.test('harness auth enabled with incomplete settings fails, naming what is miss
   t.throws(() => loadConfig({ KAFKA_SASL_MECHANISM: 'plain' }), /KAFKA_USERNAME and KAFKA_PASSWORD/)
 })
 
+t.test('AUTH_HASH_THREADS must leave libuv\'s thread pool a thread for lmdb and files', async t => {
+  t.throws(() => loadConfig({ AUTH_HASH_THREADS: '4' }), /AUTH_HASH_THREADS \(4\) must be below libuv's thread pool \(UV_THREADPOOL_SIZE, 4\)/)
+  t.equal(loadConfig({ AUTH_HASH_THREADS: '3' }).authHashThreads, 3)
+  t.equal(loadConfig({ AUTH_HASH_THREADS: '7', UV_THREADPOOL_SIZE: '8' }).authHashThreads, 7)
+  t.throws(() => loadConfig({ AUTH_HASH_THREADS: '2', UV_THREADPOOL_SIZE: '0' }), /UV_THREADPOOL_SIZE, 1/, 'libuv runs at least one thread')
+})
+
 t.test('the README configuration table lists exactly the variables of the schema', async t => {
   const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8')
   const section = readme.slice(readme.indexOf('## Configuration'))
