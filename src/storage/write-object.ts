@@ -35,10 +35,11 @@ export async function writeObject (body: ByteSource, writer: ObjectWriter, slabs
   const lease = slabs.lease(options.tenant ?? '')
   const failed = new AbortController()
   const signal = AbortSignal.any([options.signal, failed.signal])
-  let stop: (reason: unknown) => void = () => {}
-  const stopped = new Promise<never>((_resolve, reject) => { stop = reject })
-  stopped.catch(() => undefined)
-  const onAbort = (): void => stop(signal.reason)
+  // Rejects the read in progress, if any. Not a race against one promise that
+  // settles at the end: each race would leave a reaction on it for the whole
+  // upload (one per chunk, thousands per 256 MB), all promoted and then garbage.
+  let stopRead: ((reason: unknown) => void) | undefined
+  const onAbort = (): void => stopRead?.(signal.reason)
   signal.addEventListener('abort', onAbort, { once: true })
   const pending = new Set<Promise<void>>()
   const ship = (full: Uint8Array): void => {
@@ -50,13 +51,20 @@ export async function writeObject (body: ByteSource, writer: ObjectWriter, slabs
   }
 
   const chunks = body[Symbol.asyncIterator]()
+  const nextChunk = (): Promise<IteratorResult<Uint8Array>> => signal.aborted
+    ? Promise.reject(signal.reason)
+    : new Promise((resolve, reject) => {
+      stopRead = reject
+      chunks.next().then(resolve, reject)
+    })
   let slab: Uint8Array | undefined
   let filled = 0
   let size = 0
   try {
     slab = await lease.acquire(signal)
     while (true) {
-      const next = await Promise.race([chunks.next(), stopped])
+      const next = await nextChunk()
+      stopRead = undefined
       if (next.done === true) break
       const chunk = next.value
       size += chunk.length
