@@ -5,7 +5,7 @@ import { createBus } from './bus/index.js'
 import { NodeHeartbeats, SharedDocuments, clusterOwner } from './cluster/index.js'
 import { isCluster, type Config } from './config/index.js'
 import { HttpServer, bodyBudget, loadUws, type HttpServerOptions } from './http/index.js'
-import { Readiness, capYoungGeneration, disablePretenuring, metricsSource, opsRoutes, openApiRoute, type OpenApiPart } from './ops/index.js'
+import { IdleCollector, Readiness, capYoungGeneration, disablePretenuring, metricsSource, opsRoutes, openApiRoute, type OpenApiPart } from './ops/index.js'
 import { EvidenceService, SharedClaims, evidenceOpenApi, type IdempotencyClaims } from './evidence/index.js'
 import { consoleRoutes } from './console/index.js'
 import { FrontDoor } from './frontdoor/index.js'
@@ -90,7 +90,7 @@ export async function startGateway (config: Config, log: Logger): Promise<Gatewa
     await objects.start()
     stoppers.push(() => objects.stop?.())
     readiness.add('storage', () => objects.probe())
-    const evidence = new EvidenceService(config, state, bus, objects, auth!.verifier, log, registry, incarnation, sharedClaims)
+    const evidence = new EvidenceService(config, state, bus, objects, auth!.verifier, log, registry, incarnation, sharedClaims, new IdleCollector())
     evidence.routes().forEach(r => main!.route(r))
     evidence.start()
     stoppers.push(() => evidence.stop())

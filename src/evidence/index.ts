@@ -1,4 +1,4 @@
-export { EvidenceService, EVIDENCE_SCOPE, ENVELOPE_MAX_BYTES, PUBLISH_WAIT_MS } from './service.js'
+export { EvidenceService, type Quiet, EVIDENCE_SCOPE, ENVELOPE_MAX_BYTES, PUBLISH_WAIT_MS } from './service.js'
 export { parseEnvelope, publishingClientId, eventEnvelopeSchema, eventTypeAllowlist, BUILTIN_EVENT_TYPES, ANY_CLIENT_SCOPE, type EventEnvelope } from './envelope.js'
 export { publishedMessage, objectKey, MEDIA_TYPES, EVIDENCE_SCHEMA_HEADER } from './published.js'
 export { IdempotencyStore } from './idempotency.js'

@@ -35,6 +35,12 @@ const invalid = (key: string, message: string): GatewayError =>
  * the envelope that references them is committed to the outbox together with
  * the idempotency record before the 202.
  */
+/** What hears of the uploads' bursts: busy at each upload, idle once none is in flight. */
+export interface Quiet {
+  busy(): void
+  idle(): void
+}
+
 export class EvidenceService {
   readonly outbox: Outbox
   readonly idempotency: IdempotencyClaims
@@ -56,7 +62,9 @@ export class EvidenceService {
     registry: Registry,
     owner: Owner,
     /** Where event_ids are claimed: this node's LMDB unless the claims are shared (a cluster). */
-    claims?: IdempotencyClaims
+    claims?: IdempotencyClaims,
+    /** Told when uploads start and when none is left in flight (the process's `IdleCollector`). */
+    private readonly quiet: Quiet = { busy () {}, idle () {} }
   ) {
     this.outbox = new Outbox(state, bus, log.child({ component: 'outbox' }), owner)
     this.idempotency = claims ?? new IdempotencyStore(state, config.idempotencyTtlS, owner)
@@ -103,9 +111,13 @@ export class EvidenceService {
 
   private serve (ctx: RequestContext): Promise<Reply> {
     const abort = new AbortController()
+    this.quiet.busy()
     const served = this.ingest(ctx, abort)
     this.running.set(abort, served)
-    served.catch(() => undefined).finally(() => this.running.delete(abort))
+    served.catch(() => undefined).finally(() => {
+      this.running.delete(abort)
+      if (this.running.size === 0) this.quiet.idle()
+    })
     return served
   }
 

@@ -1,0 +1,88 @@
+import t from 'tap'
+import { IdleCollector } from '../../src/ops/index.js'
+import { until } from '../helpers/http.js'
+
+const MiB = 1024 * 1024
+
+/** A collector with a fake heap and clock, counting its collections. */
+function fake (options: { delayMs?: number, minIntervalMs?: number, minGrowthBytes?: number } = {}) {
+  const state = { heap: 100 * MiB, now: 0, collections: 0 }
+  const collector = new IdleCollector({
+    delayMs: options.delayMs ?? 5,
+    minIntervalMs: options.minIntervalMs ?? 10_000,
+    minGrowthBytes: options.minGrowthBytes ?? 8 * MiB,
+    heapUsed: () => state.heap,
+    now: () => state.now,
+    collect: async () => {
+      state.collections++
+      state.heap = 100 * MiB
+    }
+  })
+  return { collector, state }
+}
+
+const tick = (ms: number): Promise<void> => new Promise(resolve => setTimeout(resolve, ms))
+
+t.test('idle after the heap grew: one collection once the delay has passed', async t => {
+  const { collector, state } = fake()
+  state.heap += 20 * MiB
+  collector.idle()
+  await until(() => state.collections === 1)
+  t.equal(state.heap, 100 * MiB)
+})
+
+t.test('busy again before the delay: no collection', async t => {
+  const { collector, state } = fake({ delayMs: 50 })
+  state.heap += 20 * MiB
+  collector.idle()
+  collector.busy()
+  await tick(150)
+  t.equal(state.collections, 0)
+  collector.idle()
+  await until(() => state.collections === 1)
+})
+
+t.test('the heap grew less than minGrowthBytes since the start or the last collection: no collection', async t => {
+  const { collector, state } = fake()
+  state.heap += 7 * MiB
+  collector.idle()
+  await tick(60)
+  t.equal(state.collections, 0, 'since the start')
+  state.heap += 2 * MiB
+  collector.idle()
+  await until(() => state.collections === 1)
+  state.now += 60_000
+  state.heap += 7 * MiB
+  collector.idle()
+  await tick(60)
+  t.equal(state.collections, 1, 'since the last collection')
+})
+
+t.test('not more often than minIntervalMs, however often the work goes idle', async t => {
+  const { collector, state } = fake()
+  for (let i = 0; i < 5; i++) {
+    state.heap += 20 * MiB
+    state.now += 2_000
+    collector.idle()
+    await tick(30)
+  }
+  t.equal(state.collections, 1, 'five bursts within 10 s')
+  state.now += 10_000
+  state.heap += 20 * MiB
+  collector.idle()
+  await until(() => state.collections === 2)
+})
+
+t.test('the default collection frees old-generation garbage', async t => {
+  // Objects kept across several scavenges are promoted; dropped, only a mark-compact frees them.
+  const holder: { kept?: object[] } = { kept: Array.from({ length: 300_000 }, (_, i) => ({ i, s: `x${i}` })) }
+  for (let i = 0; i < 20; i++) Array.from({ length: 100_000 }, (_, j) => ({ j }))
+  const before = process.memoryUsage().heapUsed
+  delete holder.kept
+  let done = false
+  const collector = new IdleCollector({ delayMs: 0, minIntervalMs: 0, minGrowthBytes: 0 })
+  const heapAfter = (): boolean => { done = process.memoryUsage().heapUsed < before - 10 * MiB; return done }
+  collector.idle()
+  await until(heapAfter, 10_000)
+  t.ok(done, `heap ${(before / MiB).toFixed(0)} → ${(process.memoryUsage().heapUsed / MiB).toFixed(0)} MiB`)
+})
