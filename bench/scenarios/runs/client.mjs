@@ -51,7 +51,8 @@ export async function delivery (ctx, k, target, s, loadName) {
   const c = r.client
   if (!c) return r
   r.subscribers = s.concurrency * s.subscribers
-  r.deliveryMs = c.latencyMs.succeeded
+  r.deliveryMs = c.latencyMs.live
+  r.completedMs = c.latencyMs.succeeded
   r.storedEventsPerSec = c.storedEventsPerSec
   r.eventsPerSec = c.eventsPerSec
   const p = c.problems
