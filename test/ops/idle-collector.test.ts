@@ -1,4 +1,5 @@
-import t from 'tap'
+import t, { type Test } from 'tap'
+import FakeTimers from '@sinonjs/fake-timers'
 import { IdleCollector } from '../../src/ops/index.js'
 import { until } from '../helpers/http.js'
 
@@ -21,56 +22,72 @@ function fake (options: { delayMs?: number, minIntervalMs?: number, minGrowthByt
   return { collector, state }
 }
 
-const tick = (ms: number): Promise<void> => new Promise(resolve => setTimeout(resolve, ms))
+/** setTimeout and clearTimeout faked: a delay is crossed by a tick, not waited out. */
+function fakeTimers (t: Test): ReturnType<typeof FakeTimers.install> {
+  const clock = FakeTimers.install({ toFake: ['setTimeout', 'clearTimeout'] })
+  t.teardown(() => clock.uninstall())
+  return clock
+}
 
-t.test('idle after the heap grew: one collection once the delay has passed', async t => {
-  const { collector, state } = fake()
+t.test('idle after the heap grew: one collection once the delay has passed, not before', async t => {
+  const clock = fakeTimers(t)
+  const { collector, state } = fake({ delayMs: 1000 })
   state.heap += 20 * MiB
   collector.idle()
-  await until(() => state.collections === 1)
+  await clock.tickAsync(999)
+  t.equal(state.collections, 0, '1 ms before the delay')
+  await clock.tickAsync(1)
+  t.equal(state.collections, 1)
   t.equal(state.heap, 100 * MiB)
 })
 
 t.test('busy again before the delay: no collection', async t => {
-  const { collector, state } = fake({ delayMs: 50 })
+  const clock = fakeTimers(t)
+  const { collector, state } = fake({ delayMs: 1000 })
   state.heap += 20 * MiB
   collector.idle()
+  await clock.tickAsync(500)
   collector.busy()
-  await tick(150)
+  await clock.tickAsync(5000)
   t.equal(state.collections, 0)
   collector.idle()
-  await until(() => state.collections === 1)
+  await clock.tickAsync(1000)
+  t.equal(state.collections, 1, 'and once idle again for the whole delay, one')
 })
 
 t.test('the heap grew less than minGrowthBytes since the start or the last collection: no collection', async t => {
+  const clock = fakeTimers(t)
   const { collector, state } = fake()
   state.heap += 7 * MiB
   collector.idle()
-  await tick(60)
+  await clock.tickAsync(10)
   t.equal(state.collections, 0, 'since the start')
   state.heap += 2 * MiB
   collector.idle()
-  await until(() => state.collections === 1)
+  await clock.tickAsync(10)
+  t.equal(state.collections, 1)
   state.now += 60_000
   state.heap += 7 * MiB
   collector.idle()
-  await tick(60)
+  await clock.tickAsync(10)
   t.equal(state.collections, 1, 'since the last collection')
 })
 
 t.test('not more often than minIntervalMs, however often the work goes idle', async t => {
+  const clock = fakeTimers(t)
   const { collector, state } = fake()
   for (let i = 0; i < 5; i++) {
     state.heap += 20 * MiB
     state.now += 2_000
     collector.idle()
-    await tick(30)
+    await clock.tickAsync(10)
   }
   t.equal(state.collections, 1, 'five bursts within 10 s')
   state.now += 10_000
   state.heap += 20 * MiB
   collector.idle()
-  await until(() => state.collections === 2)
+  await clock.tickAsync(10)
+  t.equal(state.collections, 2)
 })
 
 t.test('the default collection frees old-generation garbage', async t => {
