@@ -127,7 +127,7 @@ export function workerCount (raw: string): number {
 }
 
 /** libuv's thread pool as libuv sizes it: UV_THREADPOOL_SIZE, 4 when unset, within 1..1024. */
-export function uvThreadPoolSize (env: NodeJS.ProcessEnv): number {
+function uvThreadPoolSize (env: NodeJS.ProcessEnv): number {
   const n = Number.parseInt(env['UV_THREADPOOL_SIZE'] ?? '', 10)
   return Number.isNaN(n) ? 4 : Math.min(1024, Math.max(1, n))
 }

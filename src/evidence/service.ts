@@ -29,18 +29,18 @@ export const PUBLISH_WAIT_MS = 10_000
 const invalid = (key: string, message: string): GatewayError =>
   new GatewayError('validation_error', message, { details: { [key]: message } })
 
-/**
- * `POST /v1/stream/events`: the envelope is checked before any byte is
- * stored, media parts stream into the object store while being hashed, and
- * the envelope that references them is committed to the outbox together with
- * the idempotency record before the 202.
- */
 /** What hears of the uploads' bursts: busy at each upload, idle once none is in flight. */
 export interface Quiet {
   busy(): void
   idle(): void
 }
 
+/**
+ * `POST /v1/stream/events`: the envelope is checked before any byte is
+ * stored, media parts stream into the object store while being hashed, and
+ * the envelope that references them is committed to the outbox together with
+ * the idempotency record before the 202.
+ */
 export class EvidenceService {
   readonly outbox: Outbox
   readonly idempotency: IdempotencyClaims

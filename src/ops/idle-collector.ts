@@ -15,7 +15,7 @@ export interface IdleCollectorOptions {
   now?: () => number
 }
 
-export const IDLE_COLLECTOR_DEFAULTS: IdleCollectorOptions = { delayMs: 1000, minIntervalMs: 10_000, minGrowthBytes: 8 * MiB }
+const IDLE_COLLECTOR_DEFAULTS: IdleCollectorOptions = { delayMs: 1000, minIntervalMs: 10_000, minGrowthBytes: 8 * MiB }
 
 /**
  * A full collection once a burst of work has ended, for work whose garbage
@@ -23,7 +23,7 @@ export const IDLE_COLLECTOR_DEFAULTS: IdleCollectorOptions = { delayMs: 1000, mi
  * builds its middleware for every request, about 9 KB, alive while the part
  * is sent) survive two scavenges and are promoted; V8 collects the old
  * generation when it reaches a multiple of what was live after the last
- * collection (up to 4× here), and its memory reducer only after some 8 s of
+ * collection (up to 4× here), and its memory reducer only after seconds of
  * quiet. Rounds of uploads a few seconds apart thus grew the idle heap by
  * 3–5 MiB a round, and the RSS with it (bench/README.md). Collecting when the
  * uploads in flight fall to none, at most every `minIntervalMs`, holds the
