@@ -5,13 +5,19 @@ import { until } from '../helpers/http.js'
 
 const MiB = 1024 * 1024
 
-/** A collector with a fake heap and clock, counting its collections. */
-function fake (options: { delayMs?: number, minIntervalMs?: number, minGrowthBytes?: number } = {}) {
+/**
+ * A collector with a fake heap, clock and timers (a delay is crossed by a
+ * tick, not waited out), counting its collections. `idleFor(ms)` tells it the
+ * work went idle, ticks `ms` and gives the count.
+ */
+function fake (t: Test, options: { delayMs?: number } = {}) {
+  const clock = FakeTimers.install({ toFake: ['setTimeout', 'clearTimeout'] })
+  t.teardown(() => clock.uninstall())
   const state = { heap: 100 * MiB, now: 0, collections: 0 }
   const collector = new IdleCollector({
     delayMs: options.delayMs ?? 5,
-    minIntervalMs: options.minIntervalMs ?? 10_000,
-    minGrowthBytes: options.minGrowthBytes ?? 8 * MiB,
+    minIntervalMs: 10_000,
+    minGrowthBytes: 8 * MiB,
     heapUsed: () => state.heap,
     now: () => state.now,
     collect: async () => {
@@ -19,75 +25,55 @@ function fake (options: { delayMs?: number, minIntervalMs?: number, minGrowthByt
       state.heap = 100 * MiB
     }
   })
-  return { collector, state }
-}
-
-/** setTimeout and clearTimeout faked: a delay is crossed by a tick, not waited out. */
-function fakeTimers (t: Test): ReturnType<typeof FakeTimers.install> {
-  const clock = FakeTimers.install({ toFake: ['setTimeout', 'clearTimeout'] })
-  t.teardown(() => clock.uninstall())
-  return clock
+  const idleFor = async (ms: number): Promise<number> => {
+    collector.idle()
+    await clock.tickAsync(ms)
+    return state.collections
+  }
+  return { collector, state, clock, idleFor }
 }
 
 t.test('idle after the heap grew: one collection once the delay has passed, not before', async t => {
-  const clock = fakeTimers(t)
-  const { collector, state } = fake({ delayMs: 1000 })
+  const { state, clock, idleFor } = fake(t, { delayMs: 1000 })
   state.heap += 20 * MiB
-  collector.idle()
-  await clock.tickAsync(999)
-  t.equal(state.collections, 0, '1 ms before the delay')
+  t.equal(await idleFor(999), 0, '1 ms before the delay')
   await clock.tickAsync(1)
   t.equal(state.collections, 1)
   t.equal(state.heap, 100 * MiB)
 })
 
 t.test('busy again before the delay: no collection', async t => {
-  const clock = fakeTimers(t)
-  const { collector, state } = fake({ delayMs: 1000 })
+  const { collector, state, clock, idleFor } = fake(t, { delayMs: 1000 })
   state.heap += 20 * MiB
-  collector.idle()
-  await clock.tickAsync(500)
+  await idleFor(500)
   collector.busy()
   await clock.tickAsync(5000)
   t.equal(state.collections, 0)
-  collector.idle()
-  await clock.tickAsync(1000)
-  t.equal(state.collections, 1, 'and once idle again for the whole delay, one')
+  t.equal(await idleFor(1000), 1, 'and once idle again for the whole delay, one')
 })
 
 t.test('the heap grew less than minGrowthBytes since the start or the last collection: no collection', async t => {
-  const clock = fakeTimers(t)
-  const { collector, state } = fake()
+  const { state, idleFor } = fake(t)
   state.heap += 7 * MiB
-  collector.idle()
-  await clock.tickAsync(10)
-  t.equal(state.collections, 0, 'since the start')
+  t.equal(await idleFor(10), 0, 'since the start')
   state.heap += 2 * MiB
-  collector.idle()
-  await clock.tickAsync(10)
-  t.equal(state.collections, 1)
+  t.equal(await idleFor(10), 1)
   state.now += 60_000
   state.heap += 7 * MiB
-  collector.idle()
-  await clock.tickAsync(10)
-  t.equal(state.collections, 1, 'since the last collection')
+  t.equal(await idleFor(10), 1, 'since the last collection')
 })
 
 t.test('not more often than minIntervalMs, however often the work goes idle', async t => {
-  const clock = fakeTimers(t)
-  const { collector, state } = fake()
+  const { state, idleFor } = fake(t)
   for (let i = 0; i < 5; i++) {
     state.heap += 20 * MiB
     state.now += 2_000
-    collector.idle()
-    await clock.tickAsync(10)
+    await idleFor(10)
   }
   t.equal(state.collections, 1, 'five bursts within 10 s')
   state.now += 10_000
   state.heap += 20 * MiB
-  collector.idle()
-  await clock.tickAsync(10)
-  t.equal(state.collections, 2)
+  t.equal(await idleFor(10), 2)
 })
 
 t.test('the default collection frees old-generation garbage', async t => {
