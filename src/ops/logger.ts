@@ -17,10 +17,21 @@ export interface ServiceLog {
  * thread-pool job and a syscall per request. A line is written within
  * FLUSH_MS; a crash can lose what was gathered since the last write, a stop
  * does not (`flush`).
+ *
+ * Each line goes to the destination as bytes (`contentMode: 'buffer'`). Given
+ * strings, sonic-boom appends each to the text it is gathering and measures
+ * that whole text's UTF-8 length again, which flattens it: a copy of up to
+ * 16 KiB per line while lines pile up (a burst, a write in flight). Logging
+ * 500 lines a turn, a line cost 8.5 µs of CPU that way and 3.6 µs as bytes;
+ * at a steady 5,000 requests a second the lines come a few at a time and an
+ * A/B of the gateway shows no difference.
  */
 export function createLogger (level: string, dest = 1): ServiceLog {
-  const out = pino.destination({ dest, sync: false, minLength: WRITE_BYTES, periodicFlush: FLUSH_MS })
-  const log = pino({ level, base: { pid: process.pid }, timestamp: pino.stdTimeFunctions.isoTime }, out)
+  const out = pino.destination({ dest, sync: false, minLength: WRITE_BYTES, periodicFlush: FLUSH_MS, contentMode: 'buffer' })
+  // sonic-boom's types know only strings; in buffer mode it takes bytes.
+  const writeBytes = (bytes: Buffer): boolean => (out.write as unknown as (b: Buffer) => boolean).call(out, bytes)
+  const lines = { write: (line: string): void => { writeBytes(Buffer.from(line)) } }
+  const log = pino({ level, base: { pid: process.pid }, timestamp: pino.stdTimeFunctions.isoTime }, lines)
   // The destination's own flush settles once what is left drops below
   // WRITE_BYTES with no write in flight; the rest is written synchronously, in order.
   const flush = (): Promise<void> => new Promise((resolve, reject) => {

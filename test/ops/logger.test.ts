@@ -36,3 +36,14 @@ t.test('flush writes every buffered line, in order; below the level nothing is w
   await flush()
   t.same(lines(file).map(l => l['i']), Array.from({ length: 500 }, (_, i) => i))
 })
+
+t.test('lines with characters beyond ASCII arrive whole, in a burst that fills several writes', async t => {
+  const { file, fd } = logTo(t)
+  const { log, flush } = createLogger('info', fd)
+  const text = 'ñandú € 😀 データ'
+  for (let i = 0; i < 2_000; i++) log.info({ i, text }, 'line')
+  await flush()
+  const seen = lines(file)
+  t.equal(seen.length, 2_000)
+  t.ok(seen.every((l, i) => l['i'] === i && l['text'] === text))
+})
