@@ -38,6 +38,9 @@ export async function writeObject (body: ByteSource, writer: ObjectWriter, slabs
   // Rejects the read in progress, if any. Not a race against one promise that
   // settles at the end: each race would leave a reaction on it for the whole
   // upload (one per chunk, thousands per 256 MB), all promoted and then garbage.
+  // Nor evidence's unlessAborted, an abort listener added and removed per
+  // read: over 200,000 chunks the signal's bookkeeping still held up to 24 MiB
+  // after full collections, where this one listener per upload holds none.
   let stopRead: ((reason: unknown) => void) | undefined
   const onAbort = (): void => stopRead?.(signal.reason)
   signal.addEventListener('abort', onAbort, { once: true })
