@@ -47,7 +47,8 @@ export class RemoteRuns {
   private readonly cursors = new Map<string, number>()
   private control: Subscription | undefined
   private timers: NodeJS.Timeout[] = []
-  private claiming = false
+  /** The takeover under way, which a stop waits for. */
+  private claiming: Promise<void> | undefined
 
   constructor (private readonly options: RemoteOptions) {}
 
@@ -55,11 +56,18 @@ export class RemoteRuns {
     const { bus, controlTopic, controlGroup } = this.options
     this.control = bus.subscribe(controlTopic, { group: controlGroup, fromStart: false }, messages => this.onControl(messages))
     this.timers.push(setInterval(() => this.follow(), FOLLOW_POLL_MS).unref())
-    this.timers.push(setInterval(() => { void this.claim() }, CLAIM_MS).unref())
+    this.timers.push(setInterval(() => { this.claiming ??= this.claim().finally(() => { this.claiming = undefined }) }, CLAIM_MS).unref())
   }
 
+  /**
+   * Waits for a takeover under way: its runs' ends are visible (and
+   * streamed) once LMDB's write thread commits them, before the outbox has
+   * them, and the outbox stops with what it has, so stopping in between
+   * would leave them unpublished until the next process claims them.
+   */
   async stop (): Promise<void> {
     for (const t of this.timers) clearInterval(t)
+    await this.claiming
     await this.control?.stop()
   }
 
@@ -136,8 +144,6 @@ export class RemoteRuns {
 
   /** Runs of processes that died: ends those in flight (interrupted), then publishes what they left. */
   private async claim (): Promise<void> {
-    if (this.claiming) return
-    this.claiming = true
     try {
       const { outbox, manager, log } = this.options
       const claimed = await outbox.claim()
@@ -147,8 +153,6 @@ export class RemoteRuns {
       outbox.adopt(claimed)
     } catch (err) {
       this.options.log.error({ err }, 'runs of stopped processes not taken over')
-    } finally {
-      this.claiming = false
     }
   }
 }

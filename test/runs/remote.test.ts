@@ -1,0 +1,55 @@
+import t from 'tap'
+import FakeTimers from '@sinonjs/fake-timers'
+import pino from 'pino'
+import { RemoteRuns, type RemoteOptions } from '../../src/runs/remote.js'
+
+/**
+ * RemoteRuns over stand-ins that record the order of a takeover's steps. The
+ * ends it commits (`recover`) settle when the test says: lmdb makes a commit
+ * visible to readers, and so to streams, before its write's promise settles.
+ */
+function takeover () {
+  const steps: string[] = []
+  let committed!: () => void
+  const options = {
+    outbox: {
+      claim: async () => ['run-of-a-dead-process'],
+      adopt: (runs: string[]) => { steps.push(`adopt ${runs.join(',')}`) }
+    },
+    manager: {
+      recover: (runs: string[]) => new Promise<number>(resolve => { committed = () => resolve(runs.length) }),
+      isActive: () => false
+    },
+    hub: { has: () => false, runIds: () => [] },
+    bus: { subscribe: () => ({ stop: async () => { steps.push('control stopped') } }) },
+    store: {},
+    controlTopic: 'control',
+    controlGroup: 'node',
+    log: pino({ level: 'silent' })
+  } as unknown as RemoteOptions
+  return { remote: new RemoteRuns(options), steps, commit: () => committed() }
+}
+
+t.test('a stop waits for a takeover under way: the outbox has its runs before it stops', async t => {
+  const clock = FakeTimers.install({ toFake: ['setInterval', 'clearInterval'] })
+  t.teardown(() => clock.uninstall())
+  const { remote, steps, commit } = takeover()
+  remote.start()
+  await clock.tickAsync(2000)
+  const stopped = remote.stop().then(() => { steps.push('stopped') })
+  await clock.tickAsync(100)
+  t.same(steps, [], 'not stopped while the takeover\'s ends are being committed')
+  commit()
+  await stopped
+  t.same(steps, ['adopt run-of-a-dead-process', 'control stopped', 'stopped'], 'the runs were handed to the outbox first')
+})
+
+t.test('a stop with no takeover under way does not wait for one', async t => {
+  const clock = FakeTimers.install({ toFake: ['setInterval', 'clearInterval'] })
+  t.teardown(() => clock.uninstall())
+  const { remote, steps } = takeover()
+  remote.start()
+  await remote.stop()
+  await clock.tickAsync(10_000)
+  t.same(steps, ['control stopped'], 'stopped at once, and no takeover starts after it')
+})
