@@ -5,9 +5,13 @@
 //   node bench/cpu-ab.mjs info=. warn=.:LOG_LEVEL=warn            # one build, two settings
 //   CPU_AB_BUS=kafka node bench/cpu-ab.mjs A=/work/wt/base B=.   # a private Kafka, pinned with wrk
 //   CPU_AB_BUS=kafka CPU_AB_KAFKA_BROKERS=127.0.0.1:9092 ...      # a broker already running
+//   CPU_AB_BUS=kafka node bench/cpu-ab.mjs go=go-peer gateway=.   # against the Go peer, per core
 //
 // A variant is `label=<repo dir>[:NAME=value,...]`: `node <dir>/bin/gateway.js
-// start` with those variables. Every variant is started once (pinned to CPU0,
+// start` with those variables; `label=go-peer[:NAME=value,...]` is the Go
+// peer of the telemetry scenario (Kafka only), and the table then gives each
+// gateway's CPU per request against it, per round and as the median of
+// those per-round ratios: the figure issue 15 asks to beat. Every variant is started once (pinned to CPU0,
 // wrk and Kafka on CPU1), then the variants take turns, CPU_AB_ROUNDS times:
 // a warm-up, then CPU_AB_SECONDS of wrk (closed loop, CPU_AB_CONNECTIONS, or
 // at CPU_AB_RATE req/s with wrk's delay() hook). Per turn: the server's CPU
@@ -20,7 +24,9 @@ import { join, resolve } from 'node:path'
 import { installCleanupHandlers, pinSelf, tempDir, hasTaskset, startServer, listeningLine } from './lib/procs.mjs'
 import { startInfra, warmKafka } from './lib/infra.mjs'
 import { ensureWrk, runWrk, luaScript, pacedLua } from './lib/wrk.mjs'
-import { CLIENT, login } from './lib/login.mjs'
+import { generateKeyPairSync } from 'node:crypto'
+import { AUDIENCE, CLIENT, ISSUER, login, signToken } from './lib/login.mjs'
+import { goPeer } from './lib/go-peer.mjs'
 import { sampleSystem, cpuSeconds } from './lib/sampler.mjs'
 import { median } from './lib/stats.mjs'
 import { REPO_DIR } from './lib/paths.mjs'
@@ -42,10 +48,14 @@ const variants = process.argv.slice(2).map(arg => {
   const m = /^([^=]+)=([^:]+)(?::(.*))?$/.exec(arg)
   if (!m) throw new Error(`bad variant ${arg}: label=<repo dir>[:NAME=value,...]`)
   const env = Object.fromEntries((m[3] ?? '').split(',').filter(Boolean).map(kv => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]))
-  return { label: m[1], dir: resolve(m[2]), env }
+  return m[2] === 'go-peer' ? { label: m[1], go: true, env } : { label: m[1], dir: resolve(m[2]), env }
 })
 if (variants.length === 0) {
-  log('usage: node bench/cpu-ab.mjs label=<repo dir>[:NAME=value,...] ...')
+  log('usage: node bench/cpu-ab.mjs label=<repo dir>|go-peer[:NAME=value,...] ...')
+  process.exit(2)
+}
+if (variants.some(v => v.go) && BUS !== 'kafka') {
+  log('the go-peer variant publishes to Kafka: set CPU_AB_BUS=kafka')
   process.exit(2)
 }
 
@@ -60,6 +70,16 @@ function threadSeconds (pid) {
     out[name] = (out[name] ?? 0) + (Number(f[11]) + Number(f[12])) / 100
   }
   return out
+}
+
+function telemetryRequest (token) {
+  const request = {
+    method: 'POST',
+    path: '/v1/asset/track',
+    headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json', 'X-Request-Id': 'cpu-ab', 'X-Request-Timestamp': '1763799330' },
+    body: BODY
+  }
+  return RATE > 0 ? { ...request, lua: luaScript(request) + pacedLua({ ratePerThread: RATE }) } : request
 }
 
 installCleanupHandlers()
@@ -78,8 +98,19 @@ try {
   }
   const clientsFile = join(dir, 'clients.json')
   writeFileSync(clientsFile, JSON.stringify([CLIENT]))
+  // The Go peer checks tokens with a public key, as in the telemetry scenario.
+  const keys = generateKeyPairSync('rsa', { modulusLength: 2048 })
+  const publicKeyFile = join(dir, 'jwt-public.pem')
+  writeFileSync(publicKeyFile, keys.publicKey.export({ type: 'spki', format: 'pem' }))
   for (const v of variants) {
-    const env = { ...process.env, HOST: '127.0.0.1', PORT: '0', HARNESS_PORT: '0', DATA_DIR: tempDir('cpu-ab-data-'), LOG_LEVEL: 'info', AUTH_CLIENTS_FILE: clientsFile, AUTH_ISSUER: 'http://127.0.0.1:8080/', ...busEnv, ...v.env }
+    if (v.go) {
+      const env = { KAFKA_BROKERS: busEnv.KAFKA_BROKERS, JWT_PUBLIC_KEY_FILE: publicKeyFile, JWT_ISSUER: ISSUER, JWT_AUDIENCE: AUDIENCE, TOPIC: `cpu-ab.${v.label}.telemetry`, LINGER_MS: '5', ...v.env }
+      v.server = await goPeer({ label: v.label, env }).start({ log, tmpDir: dir, serverCpu: SERVER_CPU })
+      v.request = telemetryRequest(signToken(keys.privateKey, 'bench-key'))
+      v.runs = []
+      continue
+    }
+    const env = { ...process.env, HOST: '127.0.0.1', PORT: '0', HARNESS_PORT: '0', DATA_DIR: tempDir('cpu-ab-data-'), LOG_LEVEL: 'info', AUTH_CLIENTS_FILE: clientsFile, AUTH_ISSUER: ISSUER, ...busEnv, ...v.env }
     const logsListening = ['info', 'debug', 'trace'].includes(env.LOG_LEVEL)
     if (!logsListening) env.PORT = String(20000 + Math.floor(Math.random() * 20000))
     v.server = await startServer({
@@ -93,14 +124,7 @@ try {
       ready: listeningLine('gateway listening'),
       readyHttp: logsListening ? undefined : { port: Number(env.PORT), path: '/health' }
     })
-    const token = await login(v.server.url)
-    v.request = {
-      method: 'POST',
-      path: '/v1/asset/track',
-      headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json', 'X-Request-Id': 'cpu-ab', 'X-Request-Timestamp': '1763799330' },
-      body: BODY
-    }
-    if (RATE > 0) v.request = { ...v.request, lua: luaScript(v.request) + pacedLua({ ratePerThread: RATE }) }
+    v.request = telemetryRequest(await login(v.server.url))
     v.runs = []
   }
   log(`${variants.length} variants, bus ${BUS}, ${RATE > 0 ? `${RATE} req/s paced` : 'closed loop'}, ${CONNECTIONS} connections, ${ROUNDS} rounds of ${WARMUP}+${SECONDS} s`)
@@ -137,9 +161,18 @@ try {
   for (const v of variants) {
     console.log([v.label.padEnd(14), String(Math.round(m(v, 'reqPerSec'))).padStart(7), m(v, 'p50').toFixed(2).padStart(7), m(v, 'p99').toFixed(2).padStart(7), m(v, 'usPerReq').toFixed(1).padStart(7), m(v, 'mainUsPerReq').toFixed(1).padStart(6), String(Math.round(100 * m(v, 'othersOnServerCpu'))).padStart(7), '  ' + v.runs.map(r => r.usPerReq.toFixed(0)).join(' ')].join(' '))
   }
+  const go = variants.find(v => v.go)
+  if (go) {
+    console.log(`\nper core vs ${go.label} (its µs/req over the variant's, round by round; ≥ 1.00× beats it):`)
+    for (const v of variants.filter(v => !v.go)) {
+      const ratios = v.runs.map((r, i) => go.runs[i].usPerReq / r.usPerReq)
+      console.log(`  ${v.label.padEnd(14)} median ${median(ratios).toFixed(2)}×  rounds ${ratios.map(x => x.toFixed(2)).join(' ')}`)
+    }
+  }
   const threads = {}
   for (const v of variants) for (const r of v.runs) for (const k of Object.keys(r.threads)) threads[k] = true
-  console.log('\nper thread, µs/req (medians): ' + variants.map(v => `${v.label}: ` + Object.keys(threads).map(k => `${k} ${median(v.runs.map(r => r.threads[k] ?? 0)).toFixed(1)}`).join(', ')).join(' | '))
+  const perThread = v => Object.keys(threads).map(k => [k, median(v.runs.map(r => r.threads[k] ?? 0))]).filter(([, us]) => us >= 0.05)
+  console.log('\nper thread, µs/req (medians): ' + variants.map(v => `${v.label}: ` + perThread(v).map(([k, us]) => `${k} ${us.toFixed(1)}`).join(', ')).join(' | '))
   for (const v of variants) await v.server.stop()
 } finally {
   await infra?.stop()

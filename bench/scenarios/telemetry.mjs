@@ -18,7 +18,7 @@
 //
 // Kafka runs pinned to the load generator's CPU (BENCH_KAFKA_CPU), so the
 // server under test keeps its core to itself; see bench/README.md.
-import { generateKeyPairSync, createSign, randomUUID } from 'node:crypto'
+import { generateKeyPairSync } from 'node:crypto'
 import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { gateway, bareUws, fastifyKafkajs } from '../lib/targets.mjs'
@@ -29,7 +29,7 @@ import { WRK_COLUMNS } from '../lib/report.mjs'
 import { fmt } from '../lib/format.mjs'
 import { logSize, accessLogStats, formatStatuses, formatProblems, unexpectedStatuses } from '../lib/logs.mjs'
 import { interrupted } from '../lib/procs.mjs'
-import { AUDIENCE, CLIENT, login } from '../lib/login.mjs'
+import { AUDIENCE, CLIENT, ISSUER, login, signToken } from '../lib/login.mjs'
 import { numberEnv, companionCpu } from '../lib/env.mjs'
 import { boundKind, boundNote, cpuShares, littlesLaw, loadCoreBusy, verdict } from '../lib/verdicts.mjs'
 import { REPO_DIR } from '../lib/paths.mjs'
@@ -37,7 +37,6 @@ import { REPO_DIR } from '../lib/paths.mjs'
 const FIXTURE = 'test/fixtures/asset-track.json'
 const BODY = readFileSync(join(REPO_DIR, FIXTURE)) // sent as is, byte for byte
 const PATH = '/v1/asset/track'
-const ISSUER = 'http://127.0.0.1:8080/' // the gateway's AUTH_ISSUER default; the fastify baseline checks the same
 const KAFKA_TARGETS = ['fastify-kafkajs', 'go-peer', 'gateway-kafka']
 
 // The issue's targets (for the bench, not the tests).
@@ -52,17 +51,6 @@ function knobs (settings) {
     // Seconds of load on the fresh broker before any target is measured (its JIT).
     kafkaWarmup: numberEnv('BENCH_KAFKA_WARMUP', 30, n => Number.isInteger(n) && n >= 0)
   }
-}
-
-/** An RS256 JWT like the gateway's (kid, iss, aud, sub, client_id, scope, tenant, iat, exp, jti), signed with node:crypto. */
-function signToken (privateKey, kid) {
-  const b64 = o => Buffer.from(JSON.stringify(o)).toString('base64url')
-  const now = Math.floor(Date.now() / 1000)
-  const input = `${b64({ alg: 'RS256', kid, typ: 'JWT' })}.${b64({
-    client_id: CLIENT.client_id, scope: CLIENT.scopes.join(' '), tenant: CLIENT.client_id,
-    iss: ISSUER, sub: CLIENT.client_id, aud: AUDIENCE, iat: now, exp: now + 86400, jti: randomUUID()
-  })}`
-  return `${input}.${createSign('RSA-SHA256').update(input).sign(privateKey).toString('base64url')}`
 }
 
 function request (token) {
