@@ -1,4 +1,4 @@
-import { Counter, type Registry } from 'prom-client'
+import { Counter, Histogram, type Registry } from 'prom-client'
 import type { TokenClaims, TokenVerifier } from '../auth/index.js'
 import { MicroBatcher, type Bus, type Settled } from '../bus/index.js'
 import type { Config } from '../config/index.js'
@@ -26,6 +26,8 @@ export class TelemetryService {
 
   constructor (private readonly config: Config, bus: Bus, private readonly verifier: TokenVerifier, registry?: Registry) {
     const published = registry && new Counter({ name: 'telemetry_records_total', help: 'Telemetry records accepted (published on the bus)', registers: [registry] })
+    // A send's cost is mostly fixed: records per batch is what tells an operator whether batching pays.
+    const batches = registry && new Histogram({ name: 'telemetry_batch_records', help: 'Records per bus send of telemetry', buckets: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000], registers: [registry] })
     this.answer = (ctx, err) => {
       if (err === undefined) published?.inc()
       ctx.settle(err === undefined ? SUCCESS : undefined, err)
@@ -36,7 +38,10 @@ export class TelemetryService {
       maxPending: config.telemetryMaxPending,
       timeoutMs: config.telemetryPublishTimeoutMs,
       maxInFlight: bus.maxInFlight,
-      publish: messages => bus.publish(config.topicTelemetry, messages),
+      publish: messages => {
+        batches?.observe(messages.length)
+        return bus.publish(config.topicTelemetry, messages)
+      },
       refuse: () => {
         const reason = bus.unavailable()
         return reason === undefined ? undefined : busUnavailable(reason)

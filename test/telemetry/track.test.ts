@@ -42,6 +42,25 @@ t.test('a valid record is answered 200 once the local bus has it', async t => {
   t.same(value.firmware, { version: '4.2.0' }, 'unknown fields are published as received')
 })
 
+t.test('/metrics counts the records of each bus send', async t => {
+  const { url, track } = await setup(t)
+  const sends = async () => {
+    const text = await (await fetch(`${url}/metrics`)).text()
+    const value = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1])
+    return { count: value('telemetry_batch_records_count'), sum: value('telemetry_batch_records_sum') }
+  }
+  t.same(await sends(), { count: 0, sum: 0 })
+  t.equal((await track(example)).status, 200)
+  t.same(await sends(), { count: 1, sum: 1 }, 'one record, one send')
+  const answers = await Promise.all(Array.from({ length: 20 }, () => track(example)))
+  t.same(answers.map(a => a.status), Array(20).fill(200))
+  const after = await sends()
+  t.equal(after.sum, 21, 'every accepted record is in a send')
+  t.ok(after.count >= 2 && after.count <= 21, `in ${after.count - 1} sends`)
+  t.equal((await track('{}')).status, 400)
+  t.same(await sends(), after, 'a refused record is in none')
+})
+
 t.test('bad input gets the exact status and body, and nothing is published', async t => {
   const { url, track, published } = await setup(t, { TELEMETRY_MAX_BODY: '4096' })
   const invalid = await track(JSON.stringify({ asset_id: ' ', timestamp: 'now', gps: { latitude: 91 } }))
