@@ -82,13 +82,18 @@ function telemetryRequest (token) {
   return RATE > 0 ? { ...request, lua: luaScript(request) + pacedLua({ ratePerThread: RATE }) } : request
 }
 
-/** The gateway's `telemetry_batch_records` histogram (count, sum), or undefined (the Go peer, a build without it). */
-async function batchStats (v) {
+/**
+ * From the gateway's /metrics: its `telemetry_batch_records` histogram
+ * (count, sum) and the seconds its main thread spent in GC, all kinds
+ * (prom-client's default metrics); undefined for the Go peer.
+ */
+async function gatewayStats (v) {
   if (v.go) return undefined
   const text = await (await fetch(`${v.server.url}/metrics`)).text()
   const value = name => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1])
-  const stats = { count: value('telemetry_batch_records_count'), sum: value('telemetry_batch_records_sum') }
-  return Number.isFinite(stats.count) ? stats : undefined
+  let gc = 0
+  for (const m of text.matchAll(/^nodejs_gc_duration_seconds_sum\{[^}]*\} (\S+)$/gm)) gc += Number(m[1])
+  return { count: value('telemetry_batch_records_count'), sum: value('telemetry_batch_records_sum'), gc }
 }
 
 const recordsPerBatch = (a, b) => a && b && b.count > a.count ? (b.sum - a.sum) / (b.count - a.count) : undefined
@@ -143,7 +148,7 @@ try {
     for (const v of variants) {
       const wrk = duration => runWrk({ url: v.server.url, request: v.request, duration, connections: CONNECTIONS, threads: 1, timeoutSeconds: 2, cpu: LOAD_CPU, dir })
       if (WARMUP > 0) await wrk(WARMUP)
-      const b0 = await batchStats(v)
+      const b0 = await gatewayStats(v)
       const t0 = threadSeconds(v.server.pid)
       const c0 = cpuSeconds(v.server.pid)
       const sys = sampleSystem()
@@ -162,17 +167,17 @@ try {
         srvBusy,
         othersOnServerCpu: SERVER_CPU === undefined ? undefined : Math.max(0, (s?.perCpuBusy?.[SERVER_CPU] ?? 0) - srvBusy),
         errors: r.non2xx3xx + r.socketErrorCount,
-        perBatch: recordsPerBatch(b0, await batchStats(v))
+        ...await gatewayStats(v).then(b1 => ({ perBatch: recordsPerBatch(b0, b1), gcUsPerReq: b1 && (b1.gc - b0.gc) / r.requests * 1e6 }))
       }
       v.runs.push(run)
-      log(`  round ${round} ${v.label}: ${Math.round(run.reqPerSec)} req/s, p99 ${run.p99.toFixed(1)} ms, ${run.usPerReq.toFixed(1)} µs/req (main ${run.mainUsPerReq.toFixed(1)}), srv ${Math.round(srvBusy * 100)}%, others on its CPU ${Math.round((run.othersOnServerCpu ?? 0) * 100)}%${run.perBatch ? `, ${run.perBatch.toFixed(1)} records a send` : ''}${run.errors ? `, ${run.errors} errors` : ''}`)
+      log(`  round ${round} ${v.label}: ${Math.round(run.reqPerSec)} req/s, p99 ${run.p99.toFixed(1)} ms, ${run.usPerReq.toFixed(1)} µs/req (main ${run.mainUsPerReq.toFixed(1)}), srv ${Math.round(srvBusy * 100)}%, others on its CPU ${Math.round((run.othersOnServerCpu ?? 0) * 100)}%${run.gcUsPerReq === undefined ? '' : `, GC ${run.gcUsPerReq.toFixed(1)} µs/req`}${run.perBatch ? `, ${run.perBatch.toFixed(1)} records a send` : ''}${run.errors ? `, ${run.errors} errors` : ''}`)
     }
   }
   const m = (v, key) => median(v.runs.map(r => r[key]))
   console.log(`\nbus ${BUS}, ${RATE > 0 ? `${RATE} req/s` : 'closed loop'}, ${CONNECTIONS} conns, ${ROUNDS} × ${SECONDS} s (medians; µs/req per round)`)
-  console.log(['variant'.padEnd(14), 'req/s'.padStart(7), 'p50 ms'.padStart(7), 'p99 ms'.padStart(7), 'µs/req'.padStart(7), 'main'.padStart(6), 'others%'.padStart(7), '/send'.padStart(6), '  per round'].join(' '))
+  console.log(['variant'.padEnd(14), 'req/s'.padStart(7), 'p50 ms'.padStart(7), 'p99 ms'.padStart(7), 'µs/req'.padStart(7), 'main'.padStart(6), 'others%'.padStart(7), '/send'.padStart(6), 'GC'.padStart(6), '  per round'].join(' '))
   for (const v of variants) {
-    console.log([v.label.padEnd(14), String(Math.round(m(v, 'reqPerSec'))).padStart(7), m(v, 'p50').toFixed(2).padStart(7), m(v, 'p99').toFixed(2).padStart(7), m(v, 'usPerReq').toFixed(1).padStart(7), m(v, 'mainUsPerReq').toFixed(1).padStart(6), String(Math.round(100 * m(v, 'othersOnServerCpu'))).padStart(7), (v.runs.every(r => r.perBatch) ? m(v, 'perBatch').toFixed(1) : '-').padStart(6), '  ' + v.runs.map(r => r.usPerReq.toFixed(0)).join(' ')].join(' '))
+    console.log([v.label.padEnd(14), String(Math.round(m(v, 'reqPerSec'))).padStart(7), m(v, 'p50').toFixed(2).padStart(7), m(v, 'p99').toFixed(2).padStart(7), m(v, 'usPerReq').toFixed(1).padStart(7), m(v, 'mainUsPerReq').toFixed(1).padStart(6), String(Math.round(100 * m(v, 'othersOnServerCpu'))).padStart(7), (v.runs.every(r => r.perBatch) ? m(v, 'perBatch').toFixed(1) : '-').padStart(6), (v.go ? '-' : m(v, 'gcUsPerReq').toFixed(1)).padStart(6), '  ' + v.runs.map(r => r.usPerReq.toFixed(0)).join(' ')].join(' '))
   }
   const go = variants.find(v => v.go)
   if (go) {
