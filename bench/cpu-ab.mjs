@@ -11,20 +11,23 @@
 // start` with those variables; `label=go-peer[:NAME=value,...]` is the Go
 // peer of the telemetry scenario (Kafka only), and the table then gives each
 // gateway's CPU per request against it, per round and as the median of
-// those per-round ratios: the figure issue 15 asks to beat. Every variant is started once (pinned to CPU0,
-// wrk and Kafka on CPU1), then the variants take turns, CPU_AB_ROUNDS times:
-// a warm-up, then CPU_AB_SECONDS of wrk (closed loop, CPU_AB_CONNECTIONS, or
-// at CPU_AB_RATE req/s with wrk's delay() hook). Per turn: the server's CPU
-// seconds (all threads, /proc) over the requests wrk completed, the main
-// thread's share apart; the table shows medians and each round's figure.
-// CPU per request moves much less than req/s when others share the machine,
-// but not nothing: read the spread before a difference under ~5%.
+// those per-round ratios: the figure issue 15 asks to beat. Every variant is
+// started once (pinned to CPU0, wrk and Kafka on CPU1), then the variants
+// take turns, CPU_AB_ROUNDS times: a warm-up, then CPU_AB_SECONDS of wrk
+// (closed loop, CPU_AB_CONNECTIONS, or at CPU_AB_RATE req/s with wrk's
+// delay() hook). Per turn: the server's CPU seconds (all threads, /proc) over
+// the requests wrk completed, the main thread's share apart, and from a
+// gateway's /metrics its GC time and records per bus send; the table shows
+// medians and each round's figure. CPU per request moves much less than
+// req/s when others share the machine, but not nothing: the gateway's moved
+// ±20% between rounds of one run here (bench/README.md, "last"), so read the
+// spread, and alternate enough rounds to see through it.
+import { generateKeyPairSync } from 'node:crypto'
 import { readFileSync, readdirSync, writeFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { installCleanupHandlers, pinSelf, tempDir, hasTaskset, startServer, listeningLine } from './lib/procs.mjs'
 import { startInfra, warmKafka } from './lib/infra.mjs'
 import { ensureWrk, runWrk, luaScript, pacedLua } from './lib/wrk.mjs'
-import { generateKeyPairSync } from 'node:crypto'
 import { AUDIENCE, CLIENT, ISSUER, login, signToken } from './lib/login.mjs'
 import { goPeer } from './lib/go-peer.mjs'
 import { sampleSystem, cpuSeconds } from './lib/sampler.mjs'
