@@ -7,7 +7,10 @@ export const PART_HEAD_MAX_BYTES = 16 * 1024
 export interface PartHead {
   index: number
   name: string
+  /** Lowercase, without parameters; `text/plain` when the part gives none (RFC 7578). */
   contentType: string
+  /** The part gave a Content-Type of its own. */
+  typed: boolean
 }
 
 const CR = 13
@@ -200,9 +203,10 @@ export class MultipartReader implements ByteSource {
 }
 
 /** Name and media type from a part's headers (Content-Type defaults to text/plain, as in RFC 7578). */
-function parseHead (block: Buffer): { name: string, contentType: string } {
+function parseHead (block: Buffer): { name: string, contentType: string, typed: boolean } {
   let name = ''
   let contentType = 'text/plain'
+  let typed = false
   for (const line of block.toString('latin1').split('\r\n')) {
     const colon = line.indexOf(':')
     if (colon <= 0) {
@@ -212,9 +216,12 @@ function parseHead (block: Buffer): { name: string, contentType: string } {
     const field = line.slice(0, colon).trim().toLowerCase()
     const value = line.slice(colon + 1).trim()
     if (field === 'content-disposition') name = dispositionName(value)
-    else if (field === 'content-type') contentType = value.split(';')[0]!.trim().toLowerCase() || contentType
+    else if (field === 'content-type') {
+      contentType = value.split(';')[0]!.trim().toLowerCase() || contentType
+      typed = true
+    }
   }
-  return { name, contentType }
+  return { name, contentType, typed }
 }
 
 function dispositionName (value: string): string {

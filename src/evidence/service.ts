@@ -139,6 +139,8 @@ export class EvidenceService {
       for (let part = await nextPart(); part !== null; part = await nextPart()) {
         if (!envelope) {
           if (part.name !== 'envelope') throw invalid('envelope', 'must be the first part')
+          // Untyped is read as JSON too: it is what `curl -F envelope=…` sends without `;type=`.
+          if (part.typed && part.contentType !== 'application/json') throw invalid('envelope', 'must be application/json')
           envelope = parseEnvelope(await unlessAborted(readSmallPart(parts, ENVELOPE_MAX_BYTES, 'envelope'), abort.signal), this.allowlist)
           clientId = publishingClientId(envelope, claims.client_id, claims.scope)
           const key = idempotencyKey(tenant, envelope.event_id)

@@ -145,7 +145,9 @@ t.test('every 400 has its exact code and details, and nothing is stored or publi
     ['too many media parts', multipartBody([envelopePart(baseEnvelope()), mediaPart(good.data), mediaPart(good.data), mediaPart(good.data)]), 'validation_error', { media: 'at most 2 media parts' }],
     ['more hints than parts', multipartBody([envelopePart(baseEnvelope({ media: [{}, {}] })), mediaPart(good.data)]), 'validation_error', { media: '2 media hints but 1 media parts' }],
     ['envelope over 64 KiB', multipartBody([envelopePart(baseEnvelope({ attributes: { pad: 'x'.repeat(70_000) } }))]), 'validation_error', { envelope: 'must not exceed 65536 bytes' }],
-    ['envelope not JSON', multipartBody([{ name: 'envelope', contentType: 'application/json', data: '{nope' }]), 'validation_error', { envelope: 'must be valid JSON' }]
+    ['envelope not JSON', multipartBody([{ name: 'envelope', contentType: 'application/json', data: '{nope' }]), 'validation_error', { envelope: 'must be valid JSON' }],
+    ['envelope typed text/plain', multipartBody([{ name: 'envelope', contentType: 'text/plain', data: JSON.stringify(baseEnvelope()) }]), 'validation_error', { envelope: 'must be application/json' }],
+    ['envelope typed as a video', multipartBody([{ name: 'envelope', contentType: 'video/mp4', data: JSON.stringify(baseEnvelope()) }]), 'validation_error', { envelope: 'must be application/json' }]
   ]
   for (const [name, body, code, details] of cases) {
     const res = await post(body)
@@ -166,6 +168,15 @@ t.test('every 400 has its exact code and details, and nothing is stored or publi
   const fixed = await post(multipartBody([envelopePart(baseEnvelope({ event_id: 'evt-after-fail' })), mediaPart(good.data)]))
   t.equal(fixed.status, 202, 'a failed request leaves no idempotency record: the same event_id succeeds next')
   t.same((await settled(published, 1)).map(m => m.value.event_id), ['evt-after-fail'], 'of all these, only the good upload was ever published')
+})
+
+t.test('an envelope typed application/json with parameters, or not typed at all, is read as JSON', async t => {
+  const { post, published } = await setup(t)
+  const withCharset = await post(multipartBody([{ name: 'envelope', contentType: 'Application/JSON; charset=utf-8', data: JSON.stringify(baseEnvelope({ event_id: 'evt-charset' })) }]))
+  t.equal(withCharset.status, 202)
+  const untyped = await post(multipartBody([{ name: 'envelope', data: JSON.stringify(baseEnvelope({ event_id: 'evt-untyped' })) }]))
+  t.equal(untyped.status, 202, 'what curl -F sends without ;type=')
+  t.same((await settled(published, 2)).map(m => m.value.event_id).sort(), ['evt-charset', 'evt-untyped'])
 })
 
 t.test('401 without a valid token, 403 without stream:write', async t => {

@@ -19,7 +19,7 @@ async function * reusing (body: Buffer, sizes: number[]): AsyncGenerator<Uint8Ar
   }
 }
 
-interface Read { name: string, contentType: string, data: Buffer }
+interface Read { name: string, contentType: string, typed: boolean, data: Buffer }
 
 async function readAll (source: AsyncIterable<Uint8Array>, maxParts = 10, boundary = BOUNDARY): Promise<Read[]> {
   const reader = new MultipartReader(source, boundary, maxParts)
@@ -27,7 +27,7 @@ async function readAll (source: AsyncIterable<Uint8Array>, maxParts = 10, bounda
   for (let head = await reader.nextPart(); head !== null; head = await reader.nextPart()) {
     const chunks: Buffer[] = []
     for await (const c of reader) chunks.push(Buffer.from(c))
-    parts.push({ name: head.name, contentType: head.contentType, data: Buffer.concat(chunks) })
+    parts.push({ name: head.name, contentType: head.contentType, typed: head.typed, data: Buffer.concat(chunks) })
   }
   return parts
 }
@@ -46,9 +46,9 @@ const specs: PartSpec[] = [
 ]
 const body = multipartBody(specs)
 const expected = [
-  { name: 'envelope', contentType: 'application/json', data: Buffer.from('{"a":1}') },
-  { name: 'media', contentType: 'video/mp4', data: tricky },
-  { name: 'media', contentType: 'video/h264', data: Buffer.alloc(0) }
+  { name: 'envelope', contentType: 'application/json', typed: true, data: Buffer.from('{"a":1}') },
+  { name: 'media', contentType: 'video/mp4', typed: true, data: tricky },
+  { name: 'media', contentType: 'video/h264', typed: true, data: Buffer.alloc(0) }
 ]
 
 t.test('every split of the body into two chunks reads the same parts', async t => {
@@ -69,8 +69,8 @@ t.test('a preamble, padding after a boundary, a part without headers and an epil
   const reads: number[] = []
   const counting = async function * (): AsyncGenerator<Uint8Array> { for await (const c of reusing(raw, [5])) { reads.push(c.length); yield c } }
   t.same(await readAll(counting()), [
-    { name: '', contentType: 'text/plain', data: Buffer.from('plain') },
-    { name: 'n"q', contentType: 'text/plain', data: Buffer.from('x') }
+    { name: '', contentType: 'text/plain', typed: false, data: Buffer.from('plain') },
+    { name: 'n"q', contentType: 'text/plain', typed: false, data: Buffer.from('x') }
   ])
   t.equal(reads.reduce((a, b) => a + b, 0), raw.length, 'the epilogue was read to the end')
 })
@@ -80,7 +80,7 @@ t.test('a part left unread is skipped by nextPart', async t => {
   t.equal((await reader.nextPart())?.name, 'envelope')
   t.equal((await reader.nextPart())?.name, 'media')
   const third = await reader.nextPart()
-  t.same(third, { index: 2, name: 'media', contentType: 'video/h264' })
+  t.same(third, { index: 2, name: 'media', contentType: 'video/h264', typed: true })
   t.equal(await reader.nextPart(), null)
   t.equal(await reader.nextPart(), null)
 })

@@ -2,7 +2,8 @@ import { createHash, randomBytes } from 'node:crypto'
 
 export interface PartSpec {
   name: string
-  contentType: string
+  /** Left out: the part has no Content-Type line. */
+  contentType?: string
   data: Buffer | string
   filename?: string
 }
@@ -13,7 +14,8 @@ export function multipartBody (parts: PartSpec[], boundary = BOUNDARY): Buffer {
   const chunks: Buffer[] = []
   for (const p of parts) {
     const disposition = `form-data; name="${p.name}"${p.filename === undefined ? '' : `; filename="${p.filename}"`}`
-    chunks.push(Buffer.from(`--${boundary}\r\nContent-Disposition: ${disposition}\r\nContent-Type: ${p.contentType}\r\n\r\n`))
+    const type = p.contentType === undefined ? '' : `Content-Type: ${p.contentType}\r\n`
+    chunks.push(Buffer.from(`--${boundary}\r\nContent-Disposition: ${disposition}\r\n${type}\r\n`))
     chunks.push(Buffer.isBuffer(p.data) ? p.data : Buffer.from(p.data))
     chunks.push(Buffer.from('\r\n'))
   }
