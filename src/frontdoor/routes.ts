@@ -45,14 +45,14 @@ const ID = '{id}'
  * compared as they came: `%2e%2e`, `%2f`, `\`, an empty segment or any other
  * spelling is no literal and no storage identifier, so it matches nothing.
  */
-export function matchFronted (method: string, rawPath: string): FrontedRoute | 'method_not_allowed' | undefined {
-  let other = false
+export function matchFronted (method: string, rawPath: string): FrontedRoute | { allowed: string[] } | undefined {
+  const allowed = new Set<string>()
   for (const route of FRONTED_ROUTES) {
     if (!matches(route.path, rawPath)) continue
     if (route.method === method) return route
-    other = true
+    allowed.add(route.method)
   }
-  return other ? 'method_not_allowed' : undefined
+  return allowed.size > 0 ? { allowed: [...allowed].sort() } : undefined
 }
 
 /** True when `rawPath` names a fronted route by any method: a link the front door can serve. */

@@ -53,7 +53,7 @@ export class FrontDoor {
     const rest = `/${ctx.params['*']!}`
     const route = matchFronted(ctx.method, rest)
     if (route === undefined) throw new GatewayError('not_found', 'route_not_found')
-    if (route === 'method_not_allowed') throw new GatewayError('method_not_allowed', `method_not_allowed:${ctx.method}`)
+    if ('allowed' in route) throw new GatewayError('method_not_allowed', `method_not_allowed:${ctx.method}`, { headers: { allow: route.allowed.join(', ') } })
     if (route.query && !QUERY.test(ctx.query)) throw new GatewayError('invalid_request', 'invalid_query')
 
     const query = route.query && ctx.query !== '' ? `?${ctx.query}` : ''

@@ -17,11 +17,17 @@ interface Pattern<T> {
   readonly value: T
 }
 
-export type Lookup<T> = Match<T> | 'method_not_allowed' | undefined
+/** The path exists with other methods: those, for the 405's `Allow` header. */
+export interface NotAllowed {
+  readonly allowed: readonly string[]
+}
+
+export type Lookup<T> = Match<T> | NotAllowed | undefined
 
 export class Router<T> {
   private readonly exact = new Map<string, T>()
-  private readonly exactPaths = new Set<string>()
+  /** Methods of each literal path. */
+  private readonly exactPaths = new Map<string, string[]>()
   private readonly patterns = new Map<string, Pattern<T>[]>()
 
   add (method: string, path: string, value: T): void {
@@ -34,7 +40,7 @@ export class Router<T> {
       const key = `${method} ${path}`
       if (this.exact.has(key)) throw new Error(`duplicate route ${key}`)
       this.exact.set(key, value)
-      this.exactPaths.add(path)
+      this.exactPaths.set(path, [...(this.exactPaths.get(path) ?? []), method])
       return
     }
     const list = this.patterns.get(method) ?? []
@@ -43,15 +49,17 @@ export class Router<T> {
   }
 
   find (method: string, path: string): Lookup<T> {
+    const found = this.match(method, path)
+    if (found) return found
+    const allowed = new Set(this.exactPaths.get(path))
+    for (const [other, list] of this.patterns) if (this.matchPatterns(list, path)) allowed.add(other)
+    return allowed.size === 0 ? undefined : { allowed: [...allowed].sort() }
+  }
+
+  private match (method: string, path: string): Match<T> | undefined {
     const hit = this.exact.get(`${method} ${path}`)
     if (hit !== undefined) return { value: hit, params: {} }
-    const found = this.matchPatterns(this.patterns.get(method), path)
-    if (found) return found
-    if (this.exactPaths.has(path)) return 'method_not_allowed'
-    for (const [other, list] of this.patterns) {
-      if (other !== method && this.matchPatterns(list, path)) return 'method_not_allowed'
-    }
-    return undefined
+    return this.matchPatterns(this.patterns.get(method), path)
   }
 
   private matchPatterns (list: Pattern<T>[] | undefined, path: string): Match<T> | undefined {

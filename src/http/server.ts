@@ -173,7 +173,7 @@ export class HttpServer implements IntakeHost<Entry> {
     this.inFlight++
     const found = this.router.find(ctx.method, ctx.path)
     let entry: Entry | undefined
-    if (typeof found === 'object') {
+    if (found !== undefined && 'value' in found) {
       entry = found.value
       ctx.params = found.params
       ctx.route = entry.label
@@ -195,9 +195,9 @@ export class HttpServer implements IntakeHost<Entry> {
     if (this.draining) return this.respond(ctx, 503, errorBody(ctx.dialect, new GatewayError('shutting_down', 'server is shutting down')), undefined, true)
     if (issue !== undefined) return this.fail(ctx, issue.error)
     if (entry === undefined) {
-      return this.fail(ctx, found === undefined
-        ? new GatewayError('not_found', `no route for ${ctx.method} ${ctx.path}`)
-        : new GatewayError('method_not_allowed', `${ctx.method} is not allowed on ${ctx.path}`))
+      return this.fail(ctx, found !== undefined && 'allowed' in found
+        ? new GatewayError('method_not_allowed', `${ctx.method} is not allowed on ${ctx.path}`, { headers: { allow: found.allowed.join(', ') } })
+        : new GatewayError('not_found', `no route for ${ctx.method} ${ctx.path}`))
     }
     const mode = entry.route.body ?? 'none'
     if (intake !== undefined && mode !== 'none') {

@@ -130,9 +130,10 @@ t.test('the console\'s pages and files are open rows: served without a token, an
 
 t.test('a known path with another method is 405, not forwarded', async t => {
   const { harness, port, rs256 } = await setup(t)
-  for (const [method, path] of [['GET', '/runs:start'], ['POST', '/runs/run-1'], ['GET', '/runs/run-1/cancel'], ['POST', '/health']] as const) {
+  for (const [method, path, allow] of [['GET', '/runs:start', 'POST'], ['POST', '/runs/run-1', 'GET'], ['GET', '/runs/run-1/cancel', 'POST'], ['POST', '/health', 'GET']] as const) {
     const res = await rawRequest(port, method, `${DOOR}${path}`, [`Authorization: Bearer ${rs256}`], method === 'POST' ? '{}' : '')
     t.same([res.status, JSON.parse(res.body)], [405, { detail: `method_not_allowed:${method}` }], `${method} ${path}`)
+    t.match(res.head, new RegExp(`\r\nallow: ${allow}\r\n`), `${method} ${path}: Allow names the route's method`)
   }
   t.same(harness.requests, [])
 })

@@ -2,6 +2,8 @@ import { rawConnect, readResponse } from './http.js'
 
 export interface RawAnswer {
   status: number
+  /** Status line and headers, as sent. */
+  head: string
   body: string
 }
 
@@ -20,5 +22,6 @@ export async function rawRequest (port: number, method: string, target: string, 
   const text = await answer
   socket.destroy()
   const status = Number(/^HTTP\/1\.1 (\d{3})/.exec(text)?.[1] ?? 0)
-  return { status, body: text.slice(text.indexOf('\r\n\r\n') + 4) }
+  const end = text.indexOf('\r\n\r\n')
+  return { status, head: text.slice(0, end), body: text.slice(end + 4) }
 }

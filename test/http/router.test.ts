@@ -19,12 +19,15 @@ t.test('static, parameter and wildcard routes', async t => {
   t.equal(r.find('GET', '/nothing'), undefined)
 })
 
-t.test('a known path with another method is method_not_allowed', async t => {
+t.test('a known path with another method gives the methods it has, for the 405\'s Allow', async t => {
   const r = new Router<string>()
   r.add('POST', '/runs:start', 'start')
   r.add('GET', '/runs/{id}', 'get')
-  t.equal(r.find('GET', '/runs:start'), 'method_not_allowed')
-  t.equal(r.find('DELETE', '/runs/1'), 'method_not_allowed')
+  r.add('POST', '/runs/{id}', 'replace')
+  r.add('GET', '/health', 'health')
+  t.same(r.find('GET', '/runs:start'), { allowed: ['POST'] })
+  t.same(r.find('DELETE', '/runs/1'), { allowed: ['GET', 'POST'] })
+  t.same(r.find('HEAD', '/health'), { allowed: ['GET'] }, 'HEAD has no route of its own (docs/http.md)')
 })
 
 t.test('duplicate static routes are refused', async t => {

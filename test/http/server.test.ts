@@ -83,10 +83,18 @@ t.test('a 503 the gateway sheds load with is logged at warn; a failing dependenc
   t.same(levels, { storage_busy: 40, overloaded: 40, bus_unavailable: 50, internal_error: 50 })
 })
 
-t.test('unknown routes get 404 and wrong methods 405', async t => {
-  const { url } = await serve(t, [{ method: 'POST', path: '/runs:start', handler: () => ({ status: 202 }) }])
+t.test('unknown routes get 404 and wrong methods 405 with Allow', async t => {
+  const { url } = await serve(t, [
+    { method: 'POST', path: '/runs:start', handler: () => ({ status: 202 }) },
+    { method: 'GET', path: '/runs/{id}', handler: () => ({ status: 200 }) }
+  ])
   t.equal((await fetch(`${url}/runs:start`, { method: 'POST' })).status, 202)
-  t.equal((await fetch(`${url}/runs:start`)).status, 405)
+  const get = await fetch(`${url}/runs:start`)
+  t.same([get.status, get.headers.get('allow')], [405, 'POST'])
+  const del = await fetch(`${url}/runs/r-1`, { method: 'DELETE' })
+  t.same([del.status, del.headers.get('allow')], [405, 'GET'], 'RFC 9110: a 405 lists the methods the resource has')
+  const head = await fetch(`${url}/runs/r-1`, { method: 'HEAD' })
+  t.same([head.status, head.headers.get('allow')], [405, 'GET'], 'HEAD too: this uWS build cannot end a HEAD answer and keep the connection (docs/http.md)')
   t.equal((await fetch(`${url}/elsewhere`)).status, 404)
 })
 
