@@ -102,7 +102,7 @@ export async function startGateway (config: Config, log: Logger): Promise<Gatewa
 
   let harnessPort: number | undefined
   if (roles.has('harness')) {
-    const harness = new HarnessService(config, state, bus, log.child({ component: 'harness' }), incarnation, registry, nodeAlive && { isAlive: nodeAlive })
+    const harness = new HarnessService(config, state, bus, log, incarnation, registry, nodeAlive && { isAlive: nodeAlive })
     await harness.start()
     stoppers.push(() => harness.stop())
     closing.push(() => harness.closeWatchers())

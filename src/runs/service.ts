@@ -62,7 +62,11 @@ export class HarnessService {
   private keysLoaded: boolean
   private timers: NodeJS.Timeout[] = []
 
-  constructor (private readonly config: Config, state: StateStore, private readonly bus: FollowableBus, private readonly log: Logger, self: HarnessProcess, registry?: Registry, cluster?: HarnessCluster) {
+  private readonly log: Logger
+
+  /** `log` is the process's: the service's own lines are `component: harness`, its parts' their own (one `component` per line). */
+  constructor (private readonly config: Config, state: StateStore, private readonly bus: FollowableBus, log: Logger, self: HarnessProcess, registry?: Registry, cluster?: HarnessCluster) {
+    this.log = log.child({ component: 'harness' })
     this.store = new RunStore(state)
     this.gate = new HarnessGate({ enabled: config.svcHarnessAuthEnabled, issuer: config.idpIssuer, jwksUrl: config.idpJwksUrl, audience: config.idpRs256Audience, tenantAssertionSecret: config.harnessTenantAssertionSecret })
     this.keysLoaded = !config.svcHarnessAuthEnabled

@@ -20,6 +20,8 @@ interface Tap { teardown(fn: () => unknown): void }
 export interface Child {
   proc: ChildProcess
   lines: Array<Record<string, unknown>>
+  /** The stdout lines as written. */
+  texts: string[]
   stderr: () => string
   /** Resolves with the first log line matching `msg`, already seen or still to come. */
   waitFor(msg: string): Promise<Record<string, unknown>>
@@ -30,10 +32,12 @@ export interface Child {
 export function spawnGateway (t: Tap, args: string[], env: Record<string, string>): Child {
   const proc = spawn(...gatewayCommand(args), { env: { PATH: process.env['PATH'] ?? '', PORT: '0', HARNESS_PORT: '0', ...env }, stdio: ['pipe', 'pipe', 'pipe'] })
   const lines: Array<Record<string, unknown>> = []
+  const texts: string[] = []
   const waiters: Array<{ msg: string, resolve: (l: Record<string, unknown>) => void }> = []
   let err = ''
   proc.stderr!.on('data', d => { err += d })
   createInterface({ input: proc.stdout! }).on('line', text => {
+    texts.push(text)
     let line: Record<string, unknown>
     try { line = JSON.parse(text) } catch { line = { msg: text } }
     lines.push(line)
@@ -44,6 +48,7 @@ export function spawnGateway (t: Tap, args: string[], env: Record<string, string
   return {
     proc,
     lines,
+    texts,
     stderr: () => err,
     exit,
     waitFor: msg => new Promise((resolve, reject) => {
