@@ -102,6 +102,8 @@ export const variables = [
   { name: 'IDP_JWKS_URL', type: 'url', description: 'RS256 public key set of that issuer' },
   { name: 'IDP_RS256_AUDIENCE', type: 'string', description: '`aud` the harness requires' },
   { name: 'HARNESS_SYNC_TIMEOUT_MS', type: 'integer', default: 30000, minimum: 1, description: '`POST /runs` answers 202 past this' },
+  { name: 'HARNESS_MAX_RUNS_IN_FLIGHT', type: 'integer', default: 10000, minimum: 1, description: 'runs queued or running in one process; past it a start is 503 `runs_in_flight_limit`' },
+  { name: 'HARNESS_MAX_RUNS_IN_FLIGHT_PER_TENANT', type: 'integer', default: 1000, minimum: 1, description: 'the same, per tenant, so one tenant cannot hold all of them' },
   { name: 'HARNESS_RETENTION_S', type: 'integer', default: 604800, minimum: 1, description: 'how long terminal runs are kept' },
   { name: 'HARNESS_HEARTBEAT_MS', type: 'integer', default: 15000, minimum: 100, description: 'SSE comment interval' },
   { name: 'HARNESS_SSE_BUFFER', type: 'integer', default: 256 * KiB, minimum: 1024, description: 'bytes queued per slow subscriber before it is closed' },

@@ -8,6 +8,7 @@ import type { RunHub } from './hub.js'
 import { uuidv7 } from './ids.js'
 import type { RunStore } from './store.js'
 import { isTerminal, type RunEvent, type RunRecord } from './types.js'
+import { GatewayError } from '../errors.js'
 
 const INTERRUPTED = { code: 'interrupted', message: 'the process stopped while the run was in flight' }
 
@@ -35,6 +36,14 @@ interface ActiveRun {
   end?: (record: RunRecord) => void
 }
 
+/** Runs queued or running in this process: past either bound a start is refused with 503 (`runs_in_flight_limit`). */
+export interface RunLimits {
+  total: number
+  perTenant: number
+}
+
+const NO_LIMITS: RunLimits = { total: Infinity, perTenant: Infinity }
+
 export interface StartRun {
   tenant: string
   mode: string
@@ -49,13 +58,16 @@ export interface StartRun {
  */
 export class RunManager {
   private readonly active = new Map<string, ActiveRun>()
+  /** Runs in `active` by tenant: a run can last hours (echo's 1000 steps a minute apart), so one tenant must not hold them all. */
+  private readonly activeByTenant = new Map<string, number>()
 
   constructor (
     private readonly store: RunStore,
     private readonly hub: RunHub,
     private readonly modes: ReadonlyMap<string, Mode>,
     private readonly sink: EventSink,
-    private readonly log: Logger
+    private readonly log: Logger,
+    private readonly limits: RunLimits = NO_LIMITS
   ) {}
 
   hasMode (mode: string): boolean {
@@ -77,6 +89,12 @@ export class RunManager {
 
   /** Creates the run (stored as queued before this resolves) and starts it on the next turn. */
   async start (input: StartRun): Promise<RunRecord> {
+    const mine = this.activeByTenant.get(input.tenant) ?? 0
+    if (this.active.size >= this.limits.total || mine >= this.limits.perTenant) {
+      const which = mine >= this.limits.perTenant ? `${this.limits.perTenant} for this tenant` : `${this.limits.total} in this process`
+      throw new GatewayError('overloaded', 'runs_in_flight_limit', { headers: { 'retry-after': '1' }, details: { detail: `at most ${which} queued or running` } })
+    }
+    this.activeByTenant.set(input.tenant, mine + 1)
     const now = Date.now()
     const createdAt = new Date(now).toISOString()
     const record: RunRecord = {
@@ -223,6 +241,9 @@ export class RunManager {
     if (!isTerminal(record.status)) return
     run.actor.stop()
     this.active.delete(record.run_id)
+    const left = (this.activeByTenant.get(record.tenant_id) ?? 1) - 1
+    if (left > 0) this.activeByTenant.set(record.tenant_id, left)
+    else this.activeByTenant.delete(record.tenant_id)
     run.end?.(record)
   }
 }

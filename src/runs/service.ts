@@ -80,7 +80,7 @@ export class HarnessService {
     })
     this.index = new RunIndex(state)
     const modes = builtInModes({ url: config.harnessLlmUrl, model: config.harnessLlmModel, apiKey: config.harnessLlmApiKey })
-    this.manager = new RunManager(this.store, this.hub, modes, this.sink(), log.child({ component: 'runs' }))
+    this.manager = new RunManager(this.store, this.hub, modes, this.sink(), log.child({ component: 'runs' }), { total: config.harnessMaxRunsInFlight, perTenant: config.harnessMaxRunsInFlightPerTenant })
     this.remote = new RemoteRuns({
       store: this.store,
       hub: this.hub,

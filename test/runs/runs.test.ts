@@ -33,6 +33,23 @@ t.test('POST /runs answers the terminal record; /runs:start answers 202 with lin
   t.same(await call('GET', '/runs/run-unknown'), { status: 404, body: { detail: 'run_not_found' } })
 })
 
+t.test('runs in flight are bounded per tenant and per process: 503 runs_in_flight_limit, nothing stored, a place freed by an end', async t => {
+  const { call, harnessUrl } = await setup(t, { HARNESS_MAX_RUNS_IN_FLIGHT: '3', HARNESS_MAX_RUNS_IN_FLIGHT_PER_TENANT: '2' })
+  const long = { message: 'm', mode: 'echo', options: { steps: 1000, delay_ms: 60_000 } }
+  const as = (tenant: string) => ({ 'x-svc-tenant-client-id': tenant })
+  const a1 = await call('POST', '/runs:start', long, as('ta'))
+  const a2 = await call('POST', '/runs:start', long, as('ta'))
+  t.same([a1.status, a2.status], [202, 202])
+  const refused = await fetch(`${harnessUrl}/runs:start`, { method: 'POST', headers: { 'content-type': 'application/json', ...as('ta') }, body: JSON.stringify(long) })
+  t.same([refused.status, await refused.json(), refused.headers.get('retry-after')], [503, { detail: 'runs_in_flight_limit' }, '1'], 'a third for one tenant')
+  t.equal((await call('POST', '/runs:start', long, as('tb'))).status, 202, 'another tenant still gets its own')
+  t.same(await call('POST', '/runs', { message: 'm', mode: 'echo' }, as('tc')), { status: 503, body: { detail: 'runs_in_flight_limit' } }, 'past the process\'s bound, any tenant, POST /runs too')
+  const listed = await call('GET', '/runs', undefined, as('ta'))
+  t.equal(listed.body.runs.length, 2, 'the refused runs were never stored')
+  t.equal((await call('POST', `/runs/${a1.body.run_id}/cancel`, undefined, as('ta'))).status, 200)
+  t.equal((await call('POST', '/runs:start', { message: 'm', mode: 'echo' }, as('ta'))).status, 202, 'an ended run frees its place')
+})
+
 t.test('a run id that could not be a run\'s is 404 on every /runs/{id} route, never 500', async t => {
   const { call, harnessUrl } = await setup(t)
   // lmdb-js could not encode an 8,000-character key and answered 500; the HTTP layer now refuses a
