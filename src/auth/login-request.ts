@@ -1,4 +1,5 @@
 import { GatewayError } from '../errors.js'
+import { jsonTextProblems } from '../validation/index.js'
 
 export interface LoginRequest {
   client_id: string
@@ -21,9 +22,25 @@ export const LOGIN_MEDIA_TYPES = `${JSON_TYPE}, ${FORM_TYPE}`
  */
 export function loginBody (contentType: string | undefined, raw: Buffer | undefined, json: () => unknown): unknown {
   const type = contentType?.split(';')[0]!.trim().toLowerCase()
-  if (type === JSON_TYPE) return json()
+  if (type === JSON_TYPE) return jsonFields(raw, json())
   if (type === FORM_TYPE) return formFields(raw?.toString('utf8') ?? '')
   throw new GatewayError('unsupported_media_type', `Content-Type must be ${JSON_TYPE} or ${FORM_TYPE}`, { headers: { 'accept-post': LOGIN_MEDIA_TYPES } })
+}
+
+/** Problem keys of jsonTextProblems (the spec's camelCase form) back to the field names a client sent. */
+const SENT_NAME: Record<string, string> = { grantType: 'grant_type', clientId: 'client_id', clientSecret: 'client_secret' }
+
+/**
+ * A JSON body as an object, refused like form fields when a key repeats:
+ * JSON.parse keeps the last copy, a proxy or WAF in front may read the
+ * first, and a login must mean one thing to both (the ingest routes refuse
+ * the same). Nesting past JSON_MAX_DEPTH is refused too.
+ */
+function jsonFields (raw: Buffer | undefined, value: unknown): unknown {
+  if (raw === undefined || typeof value !== 'object' || value === null) return value
+  const problems = Object.entries(jsonTextProblems(raw, value))
+  if (problems.length > 0) throw new GatewayError('invalid_request', problems.map(([key, message]) => `${SENT_NAME[key] ?? key} ${message}`).join('; '))
+  return value
 }
 
 /** Form fields as an object; a field given twice is refused (RFC 6749 §3.2: parameters MUST NOT repeat). */

@@ -27,6 +27,15 @@ t.test('form fields log in as OAuth clients send them; a repeated field is inval
   t.same([wrong.status, wrong.body.error], [401, 'access_denied'])
 })
 
+t.test('a JSON body that gives a key twice is invalid_request, as a repeated form field is: a proxy may read the other copy', async t => {
+  const json = JSON.stringify(good)
+  const twice = await post(url, undefined, `${json.slice(0, -1)},"audience":"other-aud"}`)
+  t.same([twice.status, twice.body], [400, { error: 'invalid_request', error_description: 'audience is given more than once' }])
+  const first = await post(url, undefined, `{"client_id":"other",${json.slice(1)}`)
+  t.same([first.status, first.body], [400, { error: 'invalid_request', error_description: 'client_id is given more than once' }])
+  t.equal((await post(url, good)).status, 200, 'each key once logs in')
+})
+
 t.test('a body of another Content-Type, or none, is 415 with Accept-Post', async t => {
   const json = JSON.stringify(good)
   for (const headers of [{ 'content-type': 'text/plain' }, { 'content-type': 'text/plain;charset=UTF-8' }, { 'content-type': 'application/jsonx' }, { 'content-type': 'multipart/form-data; boundary=x' }, {}] as Array<Record<string, string>>) {
