@@ -23,6 +23,13 @@ export interface BatcherOptions {
    * batch would leave, instead of waiting for the deadline.
    */
   refuse?: () => GatewayError | undefined
+  /**
+   * True for a token whose sender is gone (a client that left). Its record,
+   * still queued when its batch leaves, is dropped unsent and never told:
+   * nobody waits for the answer, and the retry a client makes after giving
+   * up would publish the record a second time.
+   */
+  abandoned?: (token: unknown) => boolean
 }
 
 /** Told once per record: `err` is undefined when its batch was acknowledged. */
@@ -133,8 +140,8 @@ export class MicroBatcher {
     clearTimeout(this.lingerTimer)
     this.lingerTimer = undefined
     if (this.full || this.queue.length === 0) return
-    const batch = this.queue.length <= this.options.maxBatch ? this.queue : this.queue.slice(0, this.options.maxBatch)
-    this.queue = batch === this.queue ? [] : this.queue.slice(batch.length)
+    const batch = this.options.abandoned ? this.takeLive(this.options.abandoned) : this.take()
+    if (batch.length === 0) return
     this.inFlight.push(batch)
     this.inFlightRecords += batch.length
     const refused = this.options.refuse?.()
@@ -143,6 +150,26 @@ export class MicroBatcher {
       () => this.settle(batch, undefined),
       err => this.settle(batch, publishFailed((err as Error).message ?? String(err)))
     )
+  }
+
+  /** The head of the queue, up to maxBatch records. */
+  private take (): Entry[] {
+    const batch = this.queue.length <= this.options.maxBatch ? this.queue : this.queue.slice(0, this.options.maxBatch)
+    this.queue = batch === this.queue ? [] : this.queue.slice(batch.length)
+    return batch
+  }
+
+  /** As take(), passing over (and dropping) the records whose sender is gone. */
+  private takeLive (abandoned: (token: unknown) => boolean): Entry[] {
+    const batch: Entry[] = []
+    let i = 0
+    for (; i < this.queue.length && batch.length < this.options.maxBatch; i++) {
+      const e = this.queue[i]!
+      if (abandoned(e.token)) e.settled = true
+      else batch.push(e)
+    }
+    this.queue = i === this.queue.length ? [] : this.queue.slice(i)
+    return batch
   }
 
   private settle (batch: Entry[], err: GatewayError | undefined): void {

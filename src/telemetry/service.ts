@@ -45,7 +45,8 @@ export class TelemetryService {
       refuse: () => {
         const reason = bus.unavailable()
         return reason === undefined ? undefined : busUnavailable(reason)
-      }
+      },
+      abandoned: ctx => (ctx as RequestContext).aborted
     })
   }
 

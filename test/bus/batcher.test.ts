@@ -3,6 +3,7 @@ import FakeTimers from '@sinonjs/fake-timers'
 import { MicroBatcher, type BatcherOptions } from '../../src/bus/index.js'
 import type { BusMessage } from '../../src/bus/index.js'
 import type { GatewayError } from '../../src/errors.js'
+import { until } from '../helpers/http.js'
 
 const msg = (i: number): BusMessage => ({ key: `k${i % 3}`, value: String(i), headers: {} })
 
@@ -36,6 +37,34 @@ t.test('a partial batch leaves after the linger time', async t => {
   t.same(batches, [], 'not sent synchronously')
   await p
   t.same(batches, [1])
+})
+
+t.test('a record whose sender left while it was queued is dropped unsent and never told; one already sent is not', async t => {
+  const sends: Array<{ values: string[], ack: () => void }> = []
+  const clients = new Map<string, { left: boolean }>()
+  const b = batcher({
+    maxBatch: 2,
+    publish: messages => new Promise(resolve => { sends.push({ values: messages.map(m => m.value as string), ack: resolve }) }),
+    abandoned: token => clients.get(token as string)!.left
+  })
+  const told: string[] = []
+  const settled = (token: string): void => { told.push(token) }
+  for (let i = 0; i < 6; i++) {
+    clients.set(String(i), { left: false })
+    b.submit(msg(i), String(i), settled)
+  }
+  await until(() => sends.length === 1)
+  t.same(sends[0]!.values, ['0', '1'])
+  for (const gone of ['1', '2', '4']) clients.get(gone)!.left = true
+  t.equal(b.pending, 6)
+  sends[0]!.ack()
+  await until(() => sends.length === 2)
+  t.same(sends[1]!.values, ['3', '5'], '2 and 4 left while queued: passed over, the batch filled from behind them')
+  t.equal(b.pending, 2, 'and no longer pending')
+  sends[1]!.ack()
+  await until(() => b.pending === 0)
+  t.same(told, ['0', '1', '3', '5'], '1 had left after its batch was sent: it is told like the rest')
+  t.equal(sends.length, 2)
 })
 
 t.test('a failed send fails every record of the batch with the cause', async t => {
