@@ -1,5 +1,5 @@
 import { GatewayError } from '../errors.js'
-import { jsonTextProblems } from '../validation/index.js'
+import { jsonTextProblems, snakeToCamel } from '../validation/index.js'
 
 export interface LoginRequest {
   client_id: string
@@ -27,8 +27,8 @@ export function loginBody (contentType: string | undefined, raw: Buffer | undefi
   throw new GatewayError('unsupported_media_type', `Content-Type must be ${JSON_TYPE} or ${FORM_TYPE}`, { headers: { 'accept-post': LOGIN_MEDIA_TYPES } })
 }
 
-/** Problem keys of jsonTextProblems (the spec's camelCase form) back to the field names a client sent. */
-const SENT_NAME: Record<string, string> = { grantType: 'grant_type', clientId: 'client_id', clientSecret: 'client_secret' }
+/** Problem keys of jsonTextProblems (the spec's camelCase form) back to the field names a client sends. */
+const SENT_NAME: Record<string, string> = Object.fromEntries(['grant_type', ...FIELDS].map(f => [snakeToCamel(f), f]))
 
 /**
  * A JSON body as an object, refused like form fields when a key repeats:

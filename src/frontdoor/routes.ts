@@ -1,4 +1,5 @@
 import { isStorageId } from '../validation/index.js'
+import type { NotAllowed } from '../http/index.js'
 
 /**
  * The harness routes the front door fronts, and nothing else: a path that
@@ -45,7 +46,7 @@ const ID = '{id}'
  * compared as they came: `%2e%2e`, `%2f`, `\`, an empty segment or any other
  * spelling is no literal and no storage identifier, so it matches nothing.
  */
-export function matchFronted (method: string, rawPath: string): FrontedRoute | { allowed: string[] } | undefined {
+export function matchFronted (method: string, rawPath: string): FrontedRoute | NotAllowed | undefined {
   const allowed = new Set<string>()
   for (const route of FRONTED_ROUTES) {
     if (!matches(route.path, rawPath)) continue

@@ -1,7 +1,7 @@
 export { HttpServer, type Route, type Handler, type HttpServerOptions } from './server.js'
 export { RequestContext, CLIENT_CLOSED, LATER, type Reply, type Headers } from './context.js'
 export { errorBody, type ErrorDialect } from './error-bodies.js'
-export { Router } from './router.js'
+export { Router, type NotAllowed } from './router.js'
 export { loadUws, UwsFallbackError } from './uws.js'
 export { statusLine } from './status.js'
 export { BodyBudget, bodyBudget } from './budget.js'
