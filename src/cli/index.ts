@@ -45,8 +45,9 @@ async function start (config: Config, args: string[]): Promise<number> {
   }
   const count = workerCount(workers)
   if (count === 1 || cluster.isWorker) return await serve(config)
-  const { createLogger, supervise } = await import('../ops/index.js')
+  const { createLogger, logProcessWarnings, supervise } = await import('../ops/index.js')
   const { log, flush } = createLogger(config.logLevel)
+  logProcessWarnings(log)
   const code = await supervise({
     workers: count,
     host: config.host,
@@ -61,10 +62,11 @@ async function start (config: Config, args: string[]): Promise<number> {
 }
 
 async function serve (config: Config): Promise<number> {
-  const [{ startGateway }, { createLogger, onSupervisorGone, reportListening, workerSlot }] = await Promise.all([import('../main.js'), import('../ops/index.js')])
+  const [{ startGateway }, { createLogger, logProcessWarnings, onSupervisorGone, reportListening, workerSlot }] = await Promise.all([import('../main.js'), import('../ops/index.js')])
   const service = createLogger(config.logLevel)
   const slot = workerSlot()
   const log = slot === undefined ? service.log : service.log.child({ worker: slot })
+  logProcessWarnings(log)
   const { flush } = service
   const gateway = await startGateway(config, log)
   reportListening()

@@ -22,5 +22,6 @@ t.test('every log line of a start, a run and a stop is JSON with each key once',
     return Object.keys(problems).length === 0 ? [] : [`${JSON.stringify(problems)}: ${text}`]
   })
   t.same(bad, [])
+  t.equal(gateway.stderr(), '', 'nothing is printed beside the log')
   t.ok(gateway.lines.some(l => l['component'] === 'run-outbox'), 'a line of a harness part says which part, once')
 })
