@@ -45,9 +45,10 @@ async function start (config: Config, args: string[]): Promise<number> {
   }
   const count = workerCount(workers)
   if (count === 1 || cluster.isWorker) return await serve(config)
-  const { createLogger, logProcessWarnings, supervise } = await import('../ops/index.js')
-  const { log, flush } = createLogger(config.logLevel)
+  const { createLogger, logCrashes, logProcessWarnings, supervise } = await import('../ops/index.js')
+  const { log, flush, flushSync } = createLogger(config.logLevel)
   logProcessWarnings(log)
+  logCrashes(log, flushSync)
   const code = await supervise({
     workers: count,
     host: config.host,
@@ -62,11 +63,12 @@ async function start (config: Config, args: string[]): Promise<number> {
 }
 
 async function serve (config: Config): Promise<number> {
-  const [{ startGateway }, { createLogger, logProcessWarnings, onSupervisorGone, reportListening, workerSlot }] = await Promise.all([import('../main.js'), import('../ops/index.js')])
+  const [{ startGateway }, { createLogger, logCrashes, logProcessWarnings, onSupervisorGone, reportListening, workerSlot }] = await Promise.all([import('../main.js'), import('../ops/index.js')])
   const service = createLogger(config.logLevel)
   const slot = workerSlot()
   const log = slot === undefined ? service.log : service.log.child({ worker: slot })
   logProcessWarnings(log)
+  logCrashes(log, service.flushSync)
   const { flush } = service
   const gateway = await startGateway(config, log)
   reportListening()

@@ -7,3 +7,4 @@ export { metricsSource, reportListening, onSupervisorGone, workerSlot, type Metr
 export { capYoungGeneration, disablePretenuring } from './gc.js'
 export { IdleCollector, type IdleCollectorOptions } from './idle-collector.js'
 export { logProcessWarnings } from './process-warnings.js'
+export { logCrashes } from './crash.js'

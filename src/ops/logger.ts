@@ -9,6 +9,8 @@ export interface ServiceLog {
   log: Logger
   /** Resolves once every line logged so far is written (shutdown calls it before exit). */
   flush(): Promise<void>
+  /** Writes every line logged so far before it returns (a crash has no turn left to wait for). */
+  flushSync(): void
 }
 
 /**
@@ -45,5 +47,5 @@ export function createLogger (level: string, dest = 1): ServiceLog {
       }
     })
   })
-  return { log, flush }
+  return { log, flush, flushSync: () => out.flushSync() }
 }
