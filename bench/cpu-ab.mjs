@@ -6,12 +6,17 @@
 //   CPU_AB_BUS=kafka node bench/cpu-ab.mjs A=/work/wt/base B=.   # a private Kafka, pinned with wrk
 //   CPU_AB_BUS=kafka CPU_AB_KAFKA_BROKERS=127.0.0.1:9092 ...      # a broker already running
 //   CPU_AB_BUS=kafka node bench/cpu-ab.mjs go=go-peer gateway=.   # against the Go peer, per core
+//   CPU_AB_SCENARIO=runs node bench/cpu-ab.mjs writes=runs-uws gateway=.   # runs:start against the same LMDB writes
 //
 // A variant is `label=<repo dir>[:NAME=value,...]`: `node <dir>/bin/gateway.js
 // start` with those variables; `label=go-peer[:NAME=value,...]` is the Go
 // peer of the telemetry scenario (Kafka only), and the table then gives each
 // gateway's CPU per request against it, per round and as the median of
-// those per-round ratios: the figure issue 15 asks to beat. Every variant is
+// those per-round ratios: the figure issue 15 asks to beat.
+// CPU_AB_SCENARIO=runs sends the runs scenario's `POST /runs:start` (an echo
+// run) to the harness port instead of telemetry, and takes
+// `label=runs-uws` as its reference: bench/baselines/runs-uws.mjs in its
+// `lmdb-run` mode, the same LMDB writes without the harness. Every variant is
 // started once (pinned to CPU0, wrk and Kafka on CPU1), then the variants
 // take turns, CPU_AB_ROUNDS times: a warm-up, then CPU_AB_SECONDS of wrk
 // (closed loop, CPU_AB_CONNECTIONS, or at CPU_AB_RATE req/s with wrk's
@@ -41,23 +46,30 @@ const WARMUP = num('CPU_AB_WARMUP', 2)
 const CONNECTIONS = num('CPU_AB_CONNECTIONS', 50)
 const RATE = num('CPU_AB_RATE', 0)
 const BUS = process.env.CPU_AB_BUS ?? 'local'
+const SCENARIO = process.env.CPU_AB_SCENARIO ?? 'telemetry'
+/** The variant each scenario's gateways are compared with, round by round. */
+const REFERENCE = { telemetry: 'go-peer', runs: 'runs-uws' }[SCENARIO]
 const PIN = hasTaskset()
 const SERVER_CPU = PIN ? 0 : undefined
 const LOAD_CPU = PIN ? 1 : undefined
 const BODY = readFileSync(join(REPO_DIR, 'test', 'fixtures', 'asset-track.json'))
 const log = line => process.stderr.write(line + '\n')
 
+if (REFERENCE === undefined) {
+  log(`CPU_AB_SCENARIO must be telemetry or runs, got ${SCENARIO}`)
+  process.exit(2)
+}
 const variants = process.argv.slice(2).map(arg => {
   const m = /^([^=]+)=([^:]+)(?::(.*))?$/.exec(arg)
   if (!m) throw new Error(`bad variant ${arg}: label=<repo dir>[:NAME=value,...]`)
   const env = Object.fromEntries((m[3] ?? '').split(',').filter(Boolean).map(kv => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]))
-  return m[2] === 'go-peer' ? { label: m[1], go: true, env } : { label: m[1], dir: resolve(m[2]), env }
+  return m[2] === REFERENCE ? { label: m[1], reference: true, env } : { label: m[1], dir: resolve(m[2]), env }
 })
 if (variants.length === 0) {
-  log('usage: node bench/cpu-ab.mjs label=<repo dir>|go-peer[:NAME=value,...] ...')
+  log(`usage: node bench/cpu-ab.mjs label=<repo dir>|${REFERENCE}[:NAME=value,...] ...`)
   process.exit(2)
 }
-if (variants.some(v => v.go) && BUS !== 'kafka') {
+if (SCENARIO === 'telemetry' && variants.some(v => v.reference) && BUS !== 'kafka') {
   log('the go-peer variant publishes to Kafka: set CPU_AB_BUS=kafka')
   process.exit(2)
 }
@@ -73,6 +85,12 @@ function threadSeconds (pid) {
     out[name] = (out[name] ?? 0) + (Number(f[11]) + Number(f[12])) / 100
   }
   return out
+}
+
+/** The runs scenario's request (bench/scenarios/runs/knobs.mjs): an echo run, no token (the harness gate is off by default). */
+function runsRequest () {
+  const request = { method: 'POST', path: '/runs:start', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ message: 'hello', mode: 'echo' }) }
+  return RATE > 0 ? { ...request, lua: luaScript(request) + pacedLua({ ratePerThread: RATE }) } : request
 }
 
 function telemetryRequest (token) {
@@ -91,7 +109,7 @@ function telemetryRequest (token) {
  * (prom-client's default metrics); undefined for the Go peer.
  */
 async function gatewayStats (v) {
-  if (v.go) return undefined
+  if (v.reference) return undefined
   const text = await (await fetch(`${v.server.url}/metrics`)).text()
   const value = name => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1])
   let gc = 0
@@ -122,16 +140,34 @@ try {
   const publicKeyFile = join(dir, 'jwt-public.pem')
   writeFileSync(publicKeyFile, keys.publicKey.export({ type: 'spki', format: 'pem' }))
   for (const v of variants) {
-    if (v.go) {
+    if (v.reference && SCENARIO === 'runs') {
+      v.server = await startServer({
+        label: v.label,
+        cmd: process.execPath,
+        args: [join(REPO_DIR, 'bench', 'baselines', 'runs-uws.mjs')],
+        cwd: REPO_DIR,
+        cpu: SERVER_CPU,
+        dir,
+        env: { ...process.env, HOST: '127.0.0.1', PORT: '0', MODE: 'lmdb-run', DATA_DIR: tempDir('cpu-ab-data-'), ...v.env },
+        ready: listeningLine('runs-uws listening')
+      })
+      v.request = runsRequest()
+      v.runs = []
+      continue
+    }
+    if (v.reference) {
       const env = { KAFKA_BROKERS: busEnv.KAFKA_BROKERS, JWT_PUBLIC_KEY_FILE: publicKeyFile, JWT_ISSUER: ISSUER, JWT_AUDIENCE: AUDIENCE, TOPIC: `cpu-ab.${v.label}.telemetry`, LINGER_MS: '5', ...v.env }
       v.server = await goPeer({ label: v.label, env }).start({ log, tmpDir: dir, serverCpu: SERVER_CPU })
       v.request = telemetryRequest(signToken(keys.privateKey, 'bench-key'))
       v.runs = []
       continue
     }
-    const env = { ...process.env, HOST: '127.0.0.1', PORT: '0', HARNESS_PORT: '0', DATA_DIR: tempDir('cpu-ab-data-'), LOG_LEVEL: 'info', AUTH_CLIENTS_FILE: clientsFile, AUTH_ISSUER: ISSUER, ...busEnv, ...v.env }
+    // The runs scenario's gateway is the harness alone, on HARNESS_PORT, as in `npm run bench runs`.
+    const runs = SCENARIO === 'runs'
+    const env = { ...process.env, HOST: '127.0.0.1', PORT: '0', HARNESS_PORT: '0', DATA_DIR: tempDir('cpu-ab-data-'), LOG_LEVEL: 'info', AUTH_CLIENTS_FILE: clientsFile, AUTH_ISSUER: ISSUER, ...busEnv, ...(runs ? { ROLES: 'harness' } : {}), ...v.env }
+    const portVar = runs ? 'HARNESS_PORT' : 'PORT'
     const logsListening = ['info', 'debug', 'trace'].includes(env.LOG_LEVEL)
-    if (!logsListening) env.PORT = String(20000 + Math.floor(Math.random() * 20000))
+    if (!logsListening) env[portVar] = String(20000 + Math.floor(Math.random() * 20000))
     v.server = await startServer({
       label: v.label,
       cmd: process.execPath,
@@ -140,13 +176,13 @@ try {
       cpu: SERVER_CPU,
       dir,
       env,
-      ready: listeningLine('gateway listening'),
-      readyHttp: logsListening ? undefined : { port: Number(env.PORT), path: '/health' }
+      ready: listeningLine('gateway listening', runs ? 'harnessPort' : 'port'),
+      readyHttp: logsListening ? undefined : { port: Number(env[portVar]), path: '/health' }
     })
-    v.request = telemetryRequest(await login(v.server.url))
+    v.request = runs ? runsRequest() : telemetryRequest(await login(v.server.url))
     v.runs = []
   }
-  log(`${variants.length} variants, bus ${BUS}, ${RATE > 0 ? `${RATE} req/s paced` : 'closed loop'}, ${CONNECTIONS} connections, ${ROUNDS} rounds of ${WARMUP}+${SECONDS} s`)
+  log(`${variants.length} variants, ${SCENARIO}, bus ${BUS}, ${RATE > 0 ? `${RATE} req/s paced` : 'closed loop'}, ${CONNECTIONS} connections, ${ROUNDS} rounds of ${WARMUP}+${SECONDS} s`)
   for (let round = 1; round <= ROUNDS; round++) {
     for (const v of variants) {
       const wrk = duration => runWrk({ url: v.server.url, request: v.request, duration, connections: CONNECTIONS, threads: 1, timeoutSeconds: 2, cpu: LOAD_CPU, dir })
@@ -177,16 +213,16 @@ try {
     }
   }
   const m = (v, key) => median(v.runs.map(r => r[key]))
-  console.log(`\nbus ${BUS}, ${RATE > 0 ? `${RATE} req/s` : 'closed loop'}, ${CONNECTIONS} conns, ${ROUNDS} × ${SECONDS} s (medians; µs/req per round)`)
+  console.log(`\n${SCENARIO}, bus ${BUS}, ${RATE > 0 ? `${RATE} req/s` : 'closed loop'}, ${CONNECTIONS} conns, ${ROUNDS} × ${SECONDS} s (medians; µs/req per round)`)
   console.log(['variant'.padEnd(14), 'req/s'.padStart(7), 'p50 ms'.padStart(7), 'p99 ms'.padStart(7), 'µs/req'.padStart(7), 'main'.padStart(6), 'others%'.padStart(7), '/send'.padStart(6), 'GC'.padStart(6), '  per round'].join(' '))
   for (const v of variants) {
-    console.log([v.label.padEnd(14), String(Math.round(m(v, 'reqPerSec'))).padStart(7), m(v, 'p50').toFixed(2).padStart(7), m(v, 'p99').toFixed(2).padStart(7), m(v, 'usPerReq').toFixed(1).padStart(7), m(v, 'mainUsPerReq').toFixed(1).padStart(6), String(Math.round(100 * m(v, 'othersOnServerCpu'))).padStart(7), (v.runs.every(r => r.perBatch) ? m(v, 'perBatch').toFixed(1) : '-').padStart(6), (v.go ? '-' : m(v, 'gcUsPerReq').toFixed(1)).padStart(6), '  ' + v.runs.map(r => r.usPerReq.toFixed(0)).join(' ')].join(' '))
+    console.log([v.label.padEnd(14), String(Math.round(m(v, 'reqPerSec'))).padStart(7), m(v, 'p50').toFixed(2).padStart(7), m(v, 'p99').toFixed(2).padStart(7), m(v, 'usPerReq').toFixed(1).padStart(7), m(v, 'mainUsPerReq').toFixed(1).padStart(6), String(Math.round(100 * m(v, 'othersOnServerCpu'))).padStart(7), (v.runs.every(r => r.perBatch) ? m(v, 'perBatch').toFixed(1) : '-').padStart(6), (v.reference ? '-' : m(v, 'gcUsPerReq').toFixed(1)).padStart(6), '  ' + v.runs.map(r => r.usPerReq.toFixed(0)).join(' ')].join(' '))
   }
-  const go = variants.find(v => v.go)
-  if (go) {
-    console.log(`\nper core vs ${go.label} (its µs/req over the variant's, round by round; ≥ 1.00× beats it):`)
-    for (const v of variants.filter(v => !v.go)) {
-      const ratios = v.runs.map((r, i) => go.runs[i].usPerReq / r.usPerReq)
+  const reference = variants.find(v => v.reference)
+  if (reference) {
+    console.log(`\n${SCENARIO === 'runs' ? 'CPU per run' : 'per core'} vs ${reference.label} (its µs/req over the variant's, round by round; ≥ 1.00× beats it${SCENARIO === 'runs' ? ', ≥ 0.90× is issue 15\'s target' : ''}):`)
+    for (const v of variants.filter(v => !v.reference)) {
+      const ratios = v.runs.map((r, i) => reference.runs[i].usPerReq / r.usPerReq)
       console.log(`  ${v.label.padEnd(14)} median ${median(ratios).toFixed(2)}×  rounds ${ratios.map(x => x.toFixed(2)).join(' ')}`)
     }
   }
