@@ -33,6 +33,13 @@ interface Watcher {
  * any other id (the process restarted, or it fell too far behind) gets
  * `event: reset` and should list again, as a watch API that cannot replay
  * from so far says so rather than skipping in silence.
+ *
+ * Transitions are kept only for tenants that have had a watcher in this
+ * process, from its first one on: an id to resume from is one a watcher was
+ * sent here, so nothing before that is ever asked for. A gateway nobody
+ * watches keeps nothing; kept, each transition outlived a few young-generation
+ * collections and was copied into the old one, about a third of what a run
+ * made V8 promote (bench/README.md, "2026-11-24").
  */
 export class RunFeed {
   readonly epoch = `${Date.now().toString(36)}${randomBytes(3).toString('hex')}`
@@ -41,13 +48,17 @@ export class RunFeed {
   private start = 0
   private bytes = 0
   private readonly watchers = new Map<string, Set<Watcher>>()
+  /** Tenants whose transitions are kept, and the feed number their keeping began at. */
+  private readonly recorded = new Map<string, number>()
 
   /** A committed event; only lifecycle events (those carrying a record) are transitions. */
   publish (event: RunEvent): void {
     if (event.record === undefined) return
     const tenant = OWNER.exec(event.json)?.[1]
     if (tenant === undefined) return
-    const entry: Entry = { tenant, event: { id: ++this.seq, type: event.type, json: event.json } }
+    const id = ++this.seq
+    if (!this.recorded.has(tenant)) return
+    const entry: Entry = { tenant, event: { id, type: event.type, json: event.json } }
     this.kept.push(entry)
     this.bytes += event.json.length
     while (this.kept.length - this.start > FEED_KEEP_EVENTS || (this.bytes > FEED_KEEP_BYTES && this.kept.length - this.start > 1)) {
@@ -69,8 +80,9 @@ export class RunFeed {
 
   /** Serves one watcher of `tenant` until it leaves, overflows or the feed closes. */
   async watch (ctx: RequestContext, tenant: string, lastEventId: string | undefined, maxBuffered: number, heartbeatMs: number): Promise<void> {
-    const resume = this.resumeAt(lastEventId)
+    const resume = this.resumeAt(lastEventId, tenant)
     if (!ctx.live) return
+    if (!this.recorded.has(tenant)) this.recorded.set(tenant, this.seq + 1)
     const overflow = (last: number): string => `event: error\ndata: ${JSON.stringify({ error: 'stream_overflow', last_event_id: `${this.epoch}.${last}` })}\n\n`
     const now = this.seq
     const sse = new SseStream(ctx, '', maxBuffered, heartbeatMs, resume === undefined ? now - 1 : resume, overflow)
@@ -106,23 +118,25 @@ export class RunFeed {
    * or a reset (an id this process cannot replay from). A value that is no
    * id of any feed is refused, like a bad Last-Event-ID on a run's stream.
    */
-  private resumeAt (lastEventId: string | undefined): number | undefined {
+  private resumeAt (lastEventId: string | undefined, tenant: string): number | undefined {
     const value = lastEventId?.trim() ?? ''
     if (value === '') return undefined
     const m = LAST_ID.exec(value)
     if (!m) throw new GatewayError('validation_error', 'Last-Event-ID must be an id of this feed (<epoch>.<n>)')
     const n = Number(m[2])
+    // Every transition of the tenant after n must still be kept: none dropped
+    // off the front, none from before its keeping began.
     const oldest = this.kept.length > this.start ? this.kept[this.start]!.event.id : this.seq + 1
-    return m[1] === this.epoch && n <= this.seq && n >= oldest - 1 ? n : undefined
+    const since = this.recorded.get(tenant) ?? this.seq + 1
+    return m[1] === this.epoch && n <= this.seq && n >= oldest - 1 && n >= since - 1 ? n : undefined
   }
 
-  /** Kept events of `tenant` after feed number `n`, framed. */
+  /** Kept events of `tenant` after feed number `n`, framed (kept ids rise, with gaps where no tenant was recorded). */
   private after (n: number, tenant: string): RunEvent[] {
     const out: RunEvent[] = []
-    const first = this.kept.length > this.start ? this.kept[this.start]!.event.id : this.seq + 1
-    for (let i = this.start + Math.max(0, n + 1 - first); i < this.kept.length; i++) {
+    for (let i = this.start; i < this.kept.length; i++) {
       const entry = this.kept[i]!
-      if (entry.tenant === tenant) out.push(this.frame(entry.event))
+      if (entry.event.id > n && entry.tenant === tenant) out.push(this.frame(entry.event))
     }
     return out
   }

@@ -82,6 +82,24 @@ t.test('GET /runs:watch resumes after Last-Event-ID exactly; an id it cannot rep
   }
 })
 
+t.test('transitions are kept only for tenants that have watched: an id from before a tenant\'s first watch gets reset, not a replay with holes', async t => {
+  const { harnessUrl: url } = await startTestGateway(t)
+  const other = await watch(url, tenant('initech'))
+  const start0 = other.events[0]!.id!
+  const a = await start(url, { message: 'unwatched', mode: 'echo' }, tenant('acme'))
+  const late = await watch(url, { ...tenant('acme'), 'last-event-id': start0 })
+  t.equal(late.events[0]!.event, 'reset', 'acme had no watcher when its run began, so nothing of it was kept')
+  await late.close()
+  const resumeAt = late.events[0]!.id!
+  const b = await start(url, { message: 'watched', mode: 'echo' }, tenant('acme'))
+  const resumed = await watch(url, { ...tenant('acme'), 'last-event-id': resumeAt })
+  const seen = runEvents(await resumed.until(e => runEvents(e).some(r => r.run === b && r.type === 'run.completed')))
+  t.same(seen.filter(r => r.run === b).map(r => r.type), ['run.queued', 'run.started', 'run.completed'], 'from its first watch on, all of it')
+  t.notOk(seen.some(r => r.run === a && r.type === 'run.queued'), 'and nothing from before')
+  await resumed.close()
+  await other.close()
+})
+
 t.test('a gateway that stops ends its watches at once, instead of waiting out the shutdown deadline for them', async t => {
   const child = spawnGateway(t, ['start'], { DATA_DIR: t.testdir(), SHUTDOWN_TIMEOUT_MS: '600000' })
   const url = `http://127.0.0.1:${(await child.waitFor('gateway listening'))['harnessPort']}`
