@@ -8,19 +8,13 @@ const isMeasureMemory = (warning: Error): boolean => warning.name === 'Experimen
  * log lines, in place of the text Node prints on stderr: whoever reads the
  * log reads JSON, one object a line, and would not see a warning printed
  * beside it. The one the idle collector draws on purpose is logged at debug.
- * Returns a function that puts Node's own printing back.
  */
-export function logProcessWarnings (log: Logger): () => void {
-  const printers = process.listeners('warning')
-  for (const printer of printers) process.off('warning', printer)
+export function logProcessWarnings (log: Logger): void {
+  for (const printer of process.listeners('warning')) process.off('warning', printer)
   const onWarning = (warning: Error): void => {
     const fields = { warning: { name: warning.name, message: warning.message, code: (warning as NodeJS.ErrnoException).code } }
     if (isMeasureMemory(warning)) log.debug(fields, 'process warning')
     else log.warn(fields, 'process warning')
   }
   process.on('warning', onWarning)
-  return () => {
-    process.off('warning', onWarning)
-    for (const printer of printers) process.on('warning', printer)
-  }
 }

@@ -7,6 +7,13 @@ import type { RunEvent } from './types.js'
 /** The feed keeps the newest transitions, at most this many and this many bytes, for watchers that resume. */
 export const FEED_KEEP_EVENTS = 10_000
 export const FEED_KEEP_BYTES = 8 * 1024 * 1024
+/**
+ * Tenants whose transitions are kept, at most: past it the one recorded
+ * longest ago with no watcher now is forgotten (its watchers resuming get
+ * `reset`). Without the harness's gate the tenant is a header, so each new
+ * name must not cost memory for good.
+ */
+export const FEED_KEEP_TENANTS = 10_000
 
 /** `encodeEvent`'s layout up to the tenant: the owner of a stored event, read without parsing it. */
 const OWNER = /^\{"id":"\d+","type":"[a-z_.]+","seq":\d+,"run_id":"[^"\\]*","tenant_id":"([^"\\]*)"/
@@ -47,9 +54,13 @@ export class RunFeed {
   private kept: Entry[] = []
   private start = 0
   private bytes = 0
+  /** The newest feed number dropped from `kept`: a resume from before it cannot be exact. */
+  private dropped = 0
   private readonly watchers = new Map<string, Set<Watcher>>()
   /** Tenants whose transitions are kept, and the feed number their keeping began at. */
   private readonly recorded = new Map<string, number>()
+
+  constructor (private readonly keepTenants = FEED_KEEP_TENANTS) {}
 
   /** A committed event; only lifecycle events (those carrying a record) are transitions. */
   publish (event: RunEvent): void {
@@ -62,7 +73,9 @@ export class RunFeed {
     this.kept.push(entry)
     this.bytes += event.json.length
     while (this.kept.length - this.start > FEED_KEEP_EVENTS || (this.bytes > FEED_KEEP_BYTES && this.kept.length - this.start > 1)) {
-      this.bytes -= this.kept[this.start]!.event.json.length
+      const gone = this.kept[this.start]!
+      this.bytes -= gone.event.json.length
+      this.dropped = gone.event.id
       this.kept[this.start++] = undefined as unknown as Entry
     }
     if (this.start > 1024 && this.start * 2 > this.kept.length) {
@@ -82,7 +95,7 @@ export class RunFeed {
   async watch (ctx: RequestContext, tenant: string, lastEventId: string | undefined, maxBuffered: number, heartbeatMs: number): Promise<void> {
     const resume = this.resumeAt(lastEventId, tenant)
     if (!ctx.live) return
-    if (!this.recorded.has(tenant)) this.recorded.set(tenant, this.seq + 1)
+    if (!this.recorded.has(tenant)) this.record(tenant)
     const overflow = (last: number): string => `event: error\ndata: ${JSON.stringify({ error: 'stream_overflow', last_event_id: `${this.epoch}.${last}` })}\n\n`
     const now = this.seq
     const sse = new SseStream(ctx, '', maxBuffered, heartbeatMs, resume === undefined ? now - 1 : resume, overflow)
@@ -126,9 +139,20 @@ export class RunFeed {
     const n = Number(m[2])
     // Every transition of the tenant after n must still be kept: none dropped
     // off the front, none from before its keeping began.
-    const oldest = this.kept.length > this.start ? this.kept[this.start]!.event.id : this.seq + 1
     const since = this.recorded.get(tenant) ?? this.seq + 1
-    return m[1] === this.epoch && n <= this.seq && n >= oldest - 1 && n >= since - 1 ? n : undefined
+    return m[1] === this.epoch && n <= this.seq && n >= this.dropped && n >= since - 1 ? n : undefined
+  }
+
+  /** Keeps the tenant's transitions from the next one on, forgetting the longest-recorded unwatched tenant past `keepTenants`. */
+  private record (tenant: string): void {
+    if (this.recorded.size >= this.keepTenants) {
+      for (const old of this.recorded.keys()) {
+        if (this.watchers.has(old)) continue
+        this.recorded.delete(old)
+        break
+      }
+    }
+    this.recorded.set(tenant, this.seq + 1)
   }
 
   /** Kept events of `tenant` after feed number `n`, framed (kept ids rise, with gaps where no tenant was recorded). */
