@@ -32,7 +32,9 @@ function outDir (t: { teardown(fn: () => unknown): void }): string {
 const creds = ['--client-id', CLIENT.client_id, '--client-secret', CLIENT.client_secret]
 
 t.test('drives a real gateway at a fixed rate: every record and event is accepted and published', async t => {
-  const gw = await startTestGateway(t)
+  // Errors logged: a 500 here was seen once in a fresh clone's run (two of five
+  // events) and not again in a dozen runs; if it comes back, its cause is in the output.
+  const gw = await startTestGateway(t, { LOG_LEVEL: 'error' })
   const out = outDir(t)
   // 10/s for 1.5 s is 15 requests; a 2:1 mix makes 10 records and 5 events. A
   // generous --timeout: a busy machine may take seconds to start the hash workers.
