@@ -140,7 +140,7 @@ export class MicroBatcher {
     clearTimeout(this.lingerTimer)
     this.lingerTimer = undefined
     if (this.full || this.queue.length === 0) return
-    const batch = this.options.abandoned ? this.takeLive(this.options.abandoned) : this.take()
+    const batch = this.take()
     if (batch.length === 0) return
     this.inFlight.push(batch)
     this.inFlightRecords += batch.length
@@ -152,20 +152,14 @@ export class MicroBatcher {
     )
   }
 
-  /** The head of the queue, up to maxBatch records. */
+  /** The head of the queue, up to maxBatch records, passing over (and dropping) those whose sender is gone. */
   private take (): Entry[] {
-    const batch = this.queue.length <= this.options.maxBatch ? this.queue : this.queue.slice(0, this.options.maxBatch)
-    this.queue = batch === this.queue ? [] : this.queue.slice(batch.length)
-    return batch
-  }
-
-  /** As take(), passing over (and dropping) the records whose sender is gone. */
-  private takeLive (abandoned: (token: unknown) => boolean): Entry[] {
+    const abandoned = this.options.abandoned
     const batch: Entry[] = []
     let i = 0
     for (; i < this.queue.length && batch.length < this.options.maxBatch; i++) {
       const e = this.queue[i]!
-      if (abandoned(e.token)) e.settled = true
+      if (abandoned?.(e.token) === true) e.settled = true
       else batch.push(e)
     }
     this.queue = i === this.queue.length ? [] : this.queue.slice(i)
