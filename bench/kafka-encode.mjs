@@ -25,7 +25,7 @@ const { toMessage } = await import(join(REPO_DIR, 'dist', 'telemetry', 'record.j
 
 const text = readFileSync(join(REPO_DIR, 'test', 'fixtures', 'asset-track.json'), 'utf8')
 const record = JSON.parse(text)
-const messages = Array.from({ length: BATCH }, (_, i) => toMessage(record, text, 'bench', `req-${i}`, new Date().toISOString()))
+const messages = Array.from({ length: BATCH }, (_, i) => toMessage(record, text, { clientId: 'bench', requestId: `req-${i}`, receivedAt: new Date().toISOString(), tenantKey: 'bench' }))
 const args = { acks: -1, timeout: 30000, producerId: 1234, producerEpoch: 0, topicData: [{ topic: 'asset.telemetry.v1', partitions: [{ partition: 3, firstSequence: 1000, messages }] }] }
 const variants = { kafkajs: kafkajsProduce, gateway: fastProduce(kafkajsProduce, Encoder) }
 

@@ -59,7 +59,8 @@ export class RequestContext implements Exchange {
   intake: Intake<unknown> | undefined = undefined
   /** An answer was decided: sent, or waiting for the rest of the body. */
   answered = false
-  private parsed: { value: unknown, text: string } | undefined
+  private parsed: { value: unknown } | undefined
+  private text: string | undefined
   private state: 'open' | 'streaming' | 'done' | 'aborted' = 'open'
   private streamStatus = 200
   private paused = false
@@ -99,32 +100,29 @@ export class RequestContext implements Exchange {
 
   /**
    * The body parsed as JSON (undefined when empty). Parsing waits until the
-   * handler asks, so it can check the caller's token first.
+   * handler asks, so it can check the caller's token first, or read the
+   * bytes without it.
    */
   json (): unknown {
-    return this.parseBody().value
-  }
-
-  /** The body as the text json() parsed (decoded as UTF-8 once, for both). */
-  get bodyText (): string {
-    return this.parseBody().text
-  }
-
-  private parseBody (): { value: unknown, text: string } {
-    if (this.parsed) return this.parsed
-    const raw = this.rawBody
-    let value: unknown
-    let text = ''
-    if (raw !== undefined && raw.length > 0) {
-      text = raw.toString('utf8')
-      try {
-        value = JSON.parse(text)
-      } catch {
-        throw new GatewayError('invalid_json', 'request body is not valid JSON', { details: { body: 'must be valid JSON' } })
+    if (this.parsed === undefined) {
+      const text = this.bodyText
+      let value: unknown
+      if (text !== '') {
+        try {
+          value = JSON.parse(text)
+        } catch {
+          throw new GatewayError('invalid_json', 'request body is not valid JSON', { details: { body: 'must be valid JSON' } })
+        }
       }
+      this.parsed = { value }
     }
-    this.parsed = { value, text }
-    return this.parsed
+    return this.parsed.value
+  }
+
+  /** The body as UTF-8 text, decoded once for json() and the handler. */
+  get bodyText (): string {
+    this.text ??= this.rawBody === undefined ? '' : this.rawBody.toString('utf8')
+    return this.text
   }
 
   /**

@@ -1,5 +1,5 @@
 import type { BusMessage } from '../bus/index.js'
-import { compileSchema, errorMap, jsonTextProblems, labelProblem, REQUEST_ID } from '../validation/index.js'
+import { compileBodyCheck, compileSchema, errorMap, jsonTextProblems, labelProblem, REQUEST_ID } from '../validation/index.js'
 import { assetTrackingSchema } from './schema.js'
 
 export interface AssetTrackingData {
@@ -9,6 +9,10 @@ export interface AssetTrackingData {
 }
 
 export const validateRecord = compileSchema<AssetTrackingData>(assetTrackingSchema)
+
+/** Members the gateway adds to the published record: one already in the body is overwritten. */
+const ADDED = ['client_id', 'received_at', 'request_id']
+const checkRecordBytes = compileBodyCheck(assetTrackingSchema, ['asset_id', ...ADDED])
 
 const EPOCH_SECONDS = /^\d{1,12}$/
 const JSON_TYPE = /^application\/json\s*(;|$)/i
@@ -48,6 +52,23 @@ export function recordErrors (record: unknown, headers: Readonly<Record<string, 
   return errors
 }
 
+/**
+ * The record's asset_id when the request is certainly valid, read from the
+ * headers and the body's bytes without parsing them (validation/byte-check.ts),
+ * and the body holds none of the members the gateway adds, so spliceMessage
+ * can publish it. Undefined otherwise: JSON.parse and recordErrors then
+ * decide, and name every problem.
+ */
+export function acceptedAssetId (headers: Readonly<Record<string, string>>, raw: Buffer): string | undefined {
+  const captured = checkRecordBytes(raw)
+  if (captured === undefined) return undefined
+  const assetId = captured['asset_id']
+  if (typeof assetId !== 'string' || labelProblem(assetId) !== undefined) return undefined
+  for (const key of ADDED) if (key in captured) return undefined
+  if (Object.keys(headerErrors(headers)).length > 0) return undefined
+  return assetId
+}
+
 export const TELEMETRY_SCHEMA_HEADER = 'asset-tracking-data@1'
 
 /**
@@ -60,6 +81,9 @@ export function messageId (tenantKey: string, requestId: string): string {
   return `${tenantKey}/${requestId}`
 }
 
+/** Who sent a record and when: what the gateway adds to it. */
+export interface Receipt { clientId: string, requestId: string, receivedAt: string, tenantKey: string }
+
 /**
  * The bus message: the record exactly as received plus `client_id`,
  * `received_at` and `request_id`. The additions are spliced into the received
@@ -67,15 +91,24 @@ export function messageId (tenantKey: string, requestId: string): string {
  * which keeps unknown fields and number formatting byte-for-byte and saves a
  * JSON.stringify per request. That is safe because recordErrors refused every
  * body whose bytes a consumer could read differently from the value validated
- * (duplicate keys, ±Infinity).
+ * (duplicate keys, ±Infinity). A body that already has one of those members
+ * is re-serialised, so that the gateway's value is the only one.
  */
-export function toMessage (record: AssetTrackingData, text: string, clientId: string, requestId: string, receivedAt: string, tenantKey = clientId): BusMessage {
-  let value: string
-  const end = text.lastIndexOf('}')
-  if (end > 0 && !('client_id' in record) && !('received_at' in record) && !('request_id' in record)) {
-    value = `${text.slice(0, end)},"client_id":${JSON.stringify(clientId)},"received_at":${JSON.stringify(receivedAt)},"request_id":${JSON.stringify(requestId)}}`
-  } else {
-    value = JSON.stringify({ ...record, client_id: clientId, received_at: receivedAt, request_id: requestId })
+export function toMessage (record: AssetTrackingData, text: string, receipt: Receipt): BusMessage {
+  if (ADDED.some(key => key in record)) {
+    const value = JSON.stringify({ ...record, client_id: receipt.clientId, received_at: receipt.receivedAt, request_id: receipt.requestId })
+    return message(record.asset_id, value, receipt)
   }
-  return { key: record.asset_id, value, headers: { 'x-request-id': requestId, 'client-id': clientId, schema: TELEMETRY_SCHEMA_HEADER, 'message-id': messageId(tenantKey, requestId) } }
+  return spliceMessage(record.asset_id, text, receipt)
+}
+
+/** The bus message of a valid record's text that holds none of the added members. */
+export function spliceMessage (assetId: string, text: string, receipt: Receipt): BusMessage {
+  const end = text.lastIndexOf('}')
+  const value = `${text.slice(0, end)},"client_id":${JSON.stringify(receipt.clientId)},"received_at":${JSON.stringify(receipt.receivedAt)},"request_id":${JSON.stringify(receipt.requestId)}}`
+  return message(assetId, value, receipt)
+}
+
+function message (assetId: string, value: string, { clientId, requestId, tenantKey }: Receipt): BusMessage {
+  return { key: assetId, value, headers: { 'x-request-id': requestId, 'client-id': clientId, schema: TELEMETRY_SCHEMA_HEADER, 'message-id': messageId(tenantKey, requestId) } }
 }

@@ -1,10 +1,10 @@
 import { Counter, Histogram, type Registry } from 'prom-client'
 import type { TokenClaims, TokenVerifier } from '../auth/index.js'
-import { MicroBatcher, type Bus, type Settled } from '../bus/index.js'
+import { MicroBatcher, type Bus, type BusMessage, type Settled } from '../bus/index.js'
 import type { Config } from '../config/index.js'
 import { LATER, type Reply, type RequestContext, type Route } from '../http/index.js'
 import { GatewayError } from '../errors.js'
-import { recordErrors, toMessage, type AssetTrackingData } from './record.js'
+import { acceptedAssetId, recordErrors, spliceMessage, toMessage, type AssetTrackingData, type Receipt } from './record.js'
 
 export const TELEMETRY_SCOPE = 'asset:track:write'
 /** Serialised once: every accepted record gets these same bytes. */
@@ -64,12 +64,19 @@ export class TelemetryService {
   }
 
   private track (ctx: RequestContext, claims: TokenClaims): typeof LATER {
-    const record = ctx.json()
-    const errors = recordErrors(record, ctx.headers, ctx.rawBody)
-    if (Object.keys(errors).length > 0) throw new GatewayError('validation_error', 'Validation failed', { details: errors })
-    const message = toMessage(record as AssetTrackingData, ctx.bodyText, claims.client_id, ctx.requestId, new Date().toISOString(), claims.tenantKey)
+    const receipt = { clientId: claims.client_id, requestId: ctx.requestId, receivedAt: new Date().toISOString(), tenantKey: claims.tenantKey }
+    const assetId = ctx.rawBody === undefined ? undefined : acceptedAssetId(ctx.headers, ctx.rawBody)
+    const message = assetId !== undefined ? spliceMessage(assetId, ctx.bodyText, receipt) : checkedMessage(ctx, receipt)
     const refused = this.batcher.submit(message, ctx, this.answer)
     if (refused !== undefined) throw refused
     return LATER
   }
+}
+
+/** The full path: parse, then name every problem (400) or build the message. */
+function checkedMessage (ctx: RequestContext, receipt: Receipt): BusMessage {
+  const record = ctx.json()
+  const errors = recordErrors(record, ctx.headers, ctx.rawBody)
+  if (Object.keys(errors).length > 0) throw new GatewayError('validation_error', 'Validation failed', { details: errors })
+  return toMessage(record as AssetTrackingData, ctx.bodyText, receipt)
 }

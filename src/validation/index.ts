@@ -1,5 +1,6 @@
 export { jsonTextProblems, JSON_MAX_DEPTH } from './json.js'
-export { compileSchema, errorMap, errorKey } from './schema.js'
+export { compileSchema, compileBodyCheck, errorMap, errorKey } from './schema.js'
+export type { ByteCheck } from './byte-check.js'
 export { isIsoDateTimeWithZone } from './formats.js'
 export { snakeToCamel } from './case.js'
 export { STORAGE_ID, STORAGE_ID_PATTERN, STORAGE_ID_MAX, STORAGE_ID_RULE, isStorageId, LABEL_MAX, isLabel, labelProblem, REQUEST_ID } from './identifiers.js'

@@ -2,17 +2,38 @@ import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv'
 import addFormats from 'ajv-formats'
 import { snakeToCamel } from './case.js'
 import { isIsoDateTimeWithZone } from './formats.js'
+import { compileByteCheck, type ByteCheck } from './byte-check.js'
 
 /**
  * One ajv setup for every request schema: all errors at once, the spec's
  * formats, and `x-error` (a schema annotation carrying the message to show).
  */
 export function compileSchema<T> (schema: object): ValidateFunction<T> {
+  return createAjv().compile<T>(schema)
+}
+
+function createAjv (): Ajv {
   const ajv = new Ajv({ allErrors: true, verbose: true, strict: true, allowUnionTypes: true })
   addFormats.default(ajv, ['date-time'])
   ajv.addFormat('iso-date-time', isIsoDateTimeWithZone)
   ajv.addKeyword({ keyword: 'x-error', schemaType: 'string' })
-  return ajv.compile<T>(schema)
+  return ajv
+}
+
+/**
+ * The hot path's check of a body's bytes against `schema` (byte-check.ts),
+ * with the very format functions compileSchema's ajv runs, so the two
+ * cannot disagree about a timestamp.
+ */
+export function compileBodyCheck (schema: object, capture: readonly string[] = []): ByteCheck {
+  const formats = createAjv().formats
+  return compileByteCheck(schema, name => {
+    const format = formats[name]
+    const check = typeof format === 'object' && !(format instanceof RegExp) ? (format.async === true || (format.type ?? 'string') !== 'string' ? undefined : format.validate) : format
+    if (typeof check === 'function') return check as (s: string) => boolean
+    if (check instanceof RegExp) return s => check.test(s)
+    return undefined
+  }, capture)
 }
 
 /** `/metrics/items/3/k` → `metrics.items[3].k` */

@@ -182,7 +182,7 @@ t.test('a body that is not an object', async t => {
 
 t.test('the published value is the record as received plus our fields', async t => {
   const raw = Buffer.from(JSON.stringify(example, null, 2) + '\n')
-  const m = toMessage(example, raw.toString(), 'fleet-1', 'req-9', '2026-11-22T08:15:31.000Z')
+  const m = toMessage(example, raw.toString(), { clientId: 'fleet-1', requestId: 'req-9', receivedAt: '2026-11-22T08:15:31.000Z', tenantKey: 'fleet-1' })
   t.equal(m.key, 'truck-0042')
   t.same(m.headers, { 'x-request-id': 'req-9', 'client-id': 'fleet-1', schema: 'asset-tracking-data@1', 'message-id': 'fleet-1/req-9' })
   const value = JSON.parse(m.value as string)
@@ -191,12 +191,12 @@ t.test('the published value is the record as received plus our fields', async t 
   t.ok((m.value as string).startsWith(raw.toString().slice(0, raw.lastIndexOf('}'))), 'the received bytes are kept as they were')
 
   const spoof = { ...example, client_id: 'someone-else' }
-  const fixed = JSON.parse(toMessage(spoof, JSON.stringify(spoof), 'fleet-1', 'r', 'now').value as string)
+  const fixed = JSON.parse(toMessage(spoof, JSON.stringify(spoof), { clientId: 'fleet-1', requestId: 'r', receivedAt: 'now', tenantKey: 'fleet-1' }).value as string)
   t.equal(fixed.client_id, 'fleet-1', 'a client_id in the body never overrides the token')
   // A consumer that keeps the first of two equal keys must read ours too: each is written once.
   for (const field of ['client_id', 'received_at', 'request_id']) {
     const sent = { ...example, [field]: 'from-the-body' }
-    const text = toMessage(sent, JSON.stringify(sent), 'fleet-1', 'r', 'now').value as string
+    const text = toMessage(sent, JSON.stringify(sent), { clientId: 'fleet-1', requestId: 'r', receivedAt: 'now', tenantKey: 'fleet-1' }).value as string
     t.equal(text.split(`"${field}":`).length - 1, 1, `${field} sent in the body is in the message once`)
   }
 })

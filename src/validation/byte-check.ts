@@ -1,0 +1,316 @@
+import { ANY, compileNode, HASH_MASK, T_ARRAY, T_BOOLEAN, T_INTEGER, T_NULL, T_NUMBER, T_OBJECT, T_STRING, type FormatLookup, type Primitive, type PropertyEntry, type SchemaNode } from './byte-schema.js'
+import { JSON_MAX_DEPTH } from './json.js'
+
+/**
+ * A one-pass check of a JSON body's bytes against a schema, for the hot
+ * path: it builds no value, so it costs a fraction of JSON.parse plus ajv.
+ * It answers only "certainly valid": the members asked for in `capture`, or
+ * undefined when the body is invalid or merely unusual (an escape or a
+ * non-ASCII byte where the schema reads a string, a number it cannot read
+ * exactly, a huge object). The caller then takes the full path (JSON.parse,
+ * jsonTextProblems, ajv), which names every problem; so this must never
+ * accept what that path refuses, and test/validation/byte-check.test.ts
+ * compares the two on many thousands of bodies.
+ *
+ * "Valid" is what the full path accepts: JSON.parse's grammar on the text
+ * decoded as UTF-8, no key twice in one object, every number finite,
+ * nesting at most `maxDepth`, and the schema.
+ */
+export type ByteCheck = (bytes: Buffer) => Record<string, string | true> | undefined
+
+const UNSURE = Symbol('unsure')
+
+const QUOTE = 0x22
+const BACKSLASH = 0x5c
+const MINUS = 0x2d
+const PLUS = 0x2b
+const DOT = 0x2e
+const ZERO = 0x30
+const NINE = 0x39
+/** Exact powers of ten: a product or quotient with one is correctly rounded (Clinger's fast path). */
+const POW10 = Array.from({ length: 23 }, (_, i) => Number(`1e${i}`))
+/**
+ * Keys of one object compared pairwise for duplicates: past this the full
+ * path decides, so a body of wide objects costs a few compares per byte, not
+ * a number that grows with each object's width.
+ */
+const MAX_MEMBERS = 64
+const TRUE = Buffer.from('true')
+const FALSE = Buffer.from('false')
+const NULL = Buffer.from('null')
+/** Buffer's own latin1 decoder, without toString's argument handling (a string's bytes are plain ASCII here). */
+const latin1 = (b: Buffer, start: number, end: number): string => (b as unknown as { latin1Slice: (start: number, end: number) => string }).latin1Slice(start, end)
+
+export function compileByteCheck (schema: object, formats: FormatLookup, capture: readonly string[] = [], maxDepth = JSON_MAX_DEPTH): ByteCheck {
+  const root = compileNode(schema as Record<string, unknown>, formats, capture)
+  return bytes => {
+    try {
+      return walk(bytes, root, maxDepth)
+    } catch (e) {
+      if (e === UNSURE) return undefined
+      throw e
+    }
+  }
+}
+
+/** Where the walk is: one at a time, as it is synchronous. */
+let captured: Record<string, string | true> = {}
+/** Start, length and hash of the keys of every open object, innermost last. */
+const keyStart = new Int32Array(MAX_MEMBERS * 4)
+const keyLength = new Int32Array(MAX_MEMBERS * 4)
+const keyHash = new Int32Array(MAX_MEMBERS * 4)
+let keyTop = 0
+let maxDepth = 0
+
+function walk (b: Buffer, root: SchemaNode, depthLimit: number): Record<string, string | true> {
+  captured = {}
+  keyTop = 0
+  maxDepth = depthLimit
+  let i = space(b, 0)
+  if (b[i] !== 0x7b) throw UNSURE
+  i = space(b, value(b, i, root, 0, undefined))
+  if (i !== b.length) throw UNSURE
+  return captured
+}
+
+function space (b: Buffer, i: number): number {
+  const n = b.length
+  while (i < n) {
+    const c = b[i]!
+    if (c !== 0x20 && c !== 0x0a && c !== 0x0d && c !== 0x09) break
+    i++
+  }
+  return i
+}
+
+/** The value at `i` (no blank first), checked against `node`; `capture` names it for the caller. Returns the index after it. */
+function value (b: Buffer, i: number, node: SchemaNode, depth: number, capture: string | undefined): number {
+  const c = b[i]
+  if (c === QUOTE) {
+    if (!(node.types & T_STRING)) throw UNSURE
+    return string(b, i, node, capture)
+  }
+  let end: number
+  if (c === 0x7b) {
+    if (!(node.types & T_OBJECT) || depth >= maxDepth) throw UNSURE
+    end = object(b, i, node, depth + 1)
+  } else if (c === 0x5b) {
+    if (!(node.types & T_ARRAY) || depth >= maxDepth) throw UNSURE
+    end = array(b, i, node, depth + 1)
+  } else if (c === MINUS || (c !== undefined && c >= ZERO && c <= NINE)) {
+    end = number(b, i, node)
+  } else if (c === 0x74) {
+    end = literal(b, i, TRUE, node, T_BOOLEAN, true)
+  } else if (c === 0x66) {
+    end = literal(b, i, FALSE, node, T_BOOLEAN, false)
+  } else if (c === 0x6e) {
+    end = literal(b, i, NULL, node, T_NULL, null)
+  } else {
+    throw UNSURE
+  }
+  if (capture !== undefined) captured[capture] = true
+  return end
+}
+
+function object (b: Buffer, i: number, node: SchemaNode, depth: number): number {
+  const base = keyTop
+  let seen = 0
+  i = space(b, i + 1)
+  if (b[i] === 0x7d) {
+    i++
+  } else {
+    for (;;) {
+      if (b[i] !== QUOTE) throw UNSURE
+      const start = i + 1
+      let hash = 0
+      // A key is plain printable ASCII only, so that equal keys are equal bytes.
+      const n = b.length
+      for (i = start; ; i++) {
+        if (i >= n) throw UNSURE
+        const c = b[i]!
+        if (c === QUOTE) break
+        if (c < 0x20 || c > 0x7e || c === BACKSLASH) throw UNSURE
+        hash = (Math.imul(hash, 31) + c) & HASH_MASK
+      }
+      const length = i - start
+      remember(b, base, start, length, hash)
+      const entry = node.properties === undefined ? undefined : match(b, node.properties, start, length, hash)
+      i = space(b, i + 1)
+      if (b[i] !== 0x3a) throw UNSURE
+      i = space(b, i + 1)
+      if (entry === undefined) {
+        i = value(b, i, ANY, depth, undefined)
+      } else {
+        seen |= entry.requiredBit
+        i = value(b, i, entry.node, depth, depth === 1 && entry.capture ? entry.name : undefined)
+      }
+      i = space(b, i)
+      const c = b[i]
+      if (c === 0x7d) { i++; break }
+      if (c !== 0x2c) throw UNSURE
+      i = space(b, i + 1)
+    }
+  }
+  keyTop = base
+  if ((seen & node.requiredMask) !== node.requiredMask) throw UNSURE
+  return i
+}
+
+/** Refuses a key its object already has (JSON.parse keeps the last, other decoders the first). */
+function remember (b: Buffer, base: number, start: number, length: number, hash: number): void {
+  const top = keyTop
+  if (top - base >= MAX_MEMBERS || top >= keyStart.length) throw UNSURE
+  for (let k = base; k < top; k++) {
+    if (keyHash[k] !== hash || keyLength[k] !== length) continue
+    const other = keyStart[k]!
+    let j = 0
+    while (j < length && b[start + j] === b[other + j]) j++
+    if (j === length) throw UNSURE
+  }
+  keyStart[top] = start
+  keyLength[top] = length
+  keyHash[top] = hash
+  keyTop = top + 1
+}
+
+function match (b: Buffer, properties: PropertyEntry[], start: number, length: number, hash: number): PropertyEntry | undefined {
+  for (let p = 0; p < properties.length; p++) {
+    if (properties[p]!.hash !== hash) continue
+    const key = properties[p]!.key
+    if (key.length !== length) continue
+    let j = 0
+    while (j < length && key[j] === b[start + j]) j++
+    if (j === length) return properties[p]
+  }
+  return undefined
+}
+
+function array (b: Buffer, i: number, node: SchemaNode, depth: number): number {
+  const items = node.items ?? ANY
+  let count = 0
+  i = space(b, i + 1)
+  if (b[i] === 0x5d) {
+    i++
+  } else {
+    for (;;) {
+      i = space(b, value(b, i, items, depth, undefined))
+      count++
+      const c = b[i]
+      if (c === 0x5d) { i++; break }
+      if (c !== 0x2c) throw UNSURE
+      i = space(b, i + 1)
+    }
+  }
+  if ((node.minItems !== undefined && count < node.minItems) || (node.maxItems !== undefined && count > node.maxItems)) throw UNSURE
+  return i
+}
+
+function string (b: Buffer, i: number, node: SchemaNode, capture: string | undefined): number {
+  const start = i + 1
+  let plain = true
+  const n = b.length
+  for (i = start; ;) {
+    if (i >= n) throw UNSURE
+    const c = b[i]!
+    if (c === QUOTE) break
+    if (c < 0x20) throw UNSURE
+    if (c === BACKSLASH) {
+      plain = false
+      i = escape(b, i)
+    } else {
+      if (c > 0x7e) plain = false
+      i++
+    }
+  }
+  if (!node.readsString && capture === undefined) return i + 1
+  // Only a plain string reads the same here as after JSON.parse without decoding it.
+  if (!plain) throw UNSURE
+  const s = latin1(b, start, i)
+  if (node.minLength !== undefined && s.length < node.minLength) throw UNSURE
+  if (node.pattern !== undefined && !node.pattern.test(s)) throw UNSURE
+  if (node.format !== undefined && !node.format(s)) throw UNSURE
+  if (node.choices !== undefined && !node.choices.includes(s)) throw UNSURE
+  if (capture !== undefined) captured[capture] = s
+  return i + 1
+}
+
+/** Index after the escape at `i`: JSON's own escapes only. */
+function escape (b: Buffer, i: number): number {
+  const c = b[i + 1]
+  if (c === 0x75) {
+    for (let k = i + 2; k < i + 6; k++) if (!isHex(b[k])) throw UNSURE
+    return i + 6
+  }
+  if (c === QUOTE || c === BACKSLASH || c === 0x2f || c === 0x62 || c === 0x66 || c === 0x6e || c === 0x72 || c === 0x74) return i + 2
+  throw UNSURE
+}
+
+/**
+ * JSON's number grammar. The value is worked out only where the schema
+ * reads it or it could overflow, exactly: digits and a power of ten both
+ * exact give one correctly rounded operation, as the parser's; anything
+ * else is parsed by Number(), which rounds as JSON.parse does.
+ */
+function number (b: Buffer, start: number, node: SchemaNode): number {
+  const n = b.length
+  let i = start
+  if (b[i] === MINUS) i++
+  let mantissa = 0
+  let digits = 0
+  let scale = 0
+  let c = i < n ? b[i]! : -1
+  if (c === ZERO) {
+    c = ++i < n ? b[i]! : -1
+  } else if (c > ZERO && c <= NINE) {
+    while (c >= ZERO && c <= NINE) {
+      mantissa = mantissa * 10 + (c - ZERO)
+      digits++
+      c = ++i < n ? b[i]! : -1
+    }
+  } else {
+    throw UNSURE
+  }
+  if (c === DOT) {
+    c = ++i < n ? b[i]! : -1
+    if (c < ZERO || c > NINE) throw UNSURE
+    while (c >= ZERO && c <= NINE) {
+      if (digits > 0 || c !== ZERO) { mantissa = mantissa * 10 + (c - ZERO); digits++ }
+      scale--
+      c = ++i < n ? b[i]! : -1
+    }
+  }
+  let exponent = false
+  if (c === 0x65 || c === 0x45) {
+    exponent = true
+    c = ++i < n ? b[i]! : -1
+    if (c === PLUS || c === MINUS) c = ++i < n ? b[i]! : -1
+    if (c < ZERO || c > NINE) throw UNSURE
+    while (c >= ZERO && c <= NINE) c = ++i < n ? b[i]! : -1
+  }
+  if (!(node.types & (T_NUMBER | T_INTEGER))) throw UNSURE
+  if (!node.readsNumber && !exponent && digits + scale < 300) return i
+  let v: number
+  if (!exponent && digits <= 15 && scale >= -22) {
+    v = scale === 0 ? mantissa : mantissa / POW10[-scale]!
+    if (b[start] === MINUS) v = -v
+  } else {
+    v = Number(latin1(b, start, i))
+  }
+  if (!Number.isFinite(v)) throw UNSURE
+  if (!(node.types & T_NUMBER) && !Number.isInteger(v)) throw UNSURE
+  if (node.minimum !== undefined && v < node.minimum) throw UNSURE
+  if (node.maximum !== undefined && v > node.maximum) throw UNSURE
+  if (node.choices !== undefined && !node.choices.includes(v)) throw UNSURE
+  return i
+}
+
+function literal (b: Buffer, i: number, word: Uint8Array, node: SchemaNode, type: number, v: Primitive): number {
+  for (let k = 0; k < word.length; k++) if (b[i + k] !== word[k]) throw UNSURE
+  if (!(node.types & type)) throw UNSURE
+  if (node.choices !== undefined && !node.choices.includes(v)) throw UNSURE
+  return i + word.length
+}
+
+function isHex (c: number | undefined): boolean {
+  return c !== undefined && ((c >= ZERO && c <= NINE) || (c >= 0x41 && c <= 0x46) || (c >= 0x61 && c <= 0x66))
+}
