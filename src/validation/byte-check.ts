@@ -1,5 +1,6 @@
 import { ANY, compileNode, HASH_MASK, T_ARRAY, T_BOOLEAN, T_INTEGER, T_NULL, T_NUMBER, T_OBJECT, T_STRING, type FormatLookup, type Primitive, type PropertyEntry, type SchemaNode } from './byte-schema.js'
 import { JSON_MAX_DEPTH } from './json.js'
+import { BACKSLASH, CLOSE_ARRAY, CLOSE_OBJECT, COLON, COMMA, DOT, MINUS, NINE, OPEN_ARRAY, OPEN_OBJECT, PLUS, QUOTE, ZERO } from './json-bytes.js'
 
 /**
  * A one-pass check of a JSON body's bytes against a schema, for the hot
@@ -20,13 +21,6 @@ export type ByteCheck = (bytes: Buffer) => Record<string, string | true> | undef
 
 const UNSURE = Symbol('unsure')
 
-const QUOTE = 0x22
-const BACKSLASH = 0x5c
-const MINUS = 0x2d
-const PLUS = 0x2b
-const DOT = 0x2e
-const ZERO = 0x30
-const NINE = 0x39
 /** Exact powers of ten: a product or quotient with one is correctly rounded (Clinger's fast path). */
 const POW10 = Array.from({ length: 23 }, (_, i) => Number(`1e${i}`))
 /**
@@ -67,7 +61,7 @@ function walk (b: Buffer, root: SchemaNode, depthLimit: number): Record<string, 
   keyTop = 0
   maxDepth = depthLimit
   let i = space(b, 0)
-  if (b[i] !== 0x7b) throw UNSURE
+  if (b[i] !== OPEN_OBJECT) throw UNSURE
   i = space(b, value(b, i, root, 0, undefined))
   if (i !== b.length) throw UNSURE
   return captured
@@ -91,10 +85,10 @@ function value (b: Buffer, i: number, node: SchemaNode, depth: number, capture: 
     return string(b, i, node, capture)
   }
   let end: number
-  if (c === 0x7b) {
+  if (c === OPEN_OBJECT) {
     if (!(node.types & T_OBJECT) || depth >= maxDepth) throw UNSURE
     end = object(b, i, node, depth + 1)
-  } else if (c === 0x5b) {
+  } else if (c === OPEN_ARRAY) {
     if (!(node.types & T_ARRAY) || depth >= maxDepth) throw UNSURE
     end = array(b, i, node, depth + 1)
   } else if (c === MINUS || (c !== undefined && c >= ZERO && c <= NINE)) {
@@ -116,7 +110,7 @@ function object (b: Buffer, i: number, node: SchemaNode, depth: number): number 
   const base = keyTop
   let seen = 0
   i = space(b, i + 1)
-  if (b[i] === 0x7d) {
+  if (b[i] === CLOSE_OBJECT) {
     i++
   } else {
     for (;;) {
@@ -136,7 +130,7 @@ function object (b: Buffer, i: number, node: SchemaNode, depth: number): number 
       remember(b, base, start, length, hash)
       const entry = node.properties === undefined ? undefined : match(b, node.properties, start, length, hash)
       i = space(b, i + 1)
-      if (b[i] !== 0x3a) throw UNSURE
+      if (b[i] !== COLON) throw UNSURE
       i = space(b, i + 1)
       if (entry === undefined) {
         i = value(b, i, ANY, depth, undefined)
@@ -146,8 +140,8 @@ function object (b: Buffer, i: number, node: SchemaNode, depth: number): number 
       }
       i = space(b, i)
       const c = b[i]
-      if (c === 0x7d) { i++; break }
-      if (c !== 0x2c) throw UNSURE
+      if (c === CLOSE_OBJECT) { i++; break }
+      if (c !== COMMA) throw UNSURE
       i = space(b, i + 1)
     }
   }
@@ -189,15 +183,15 @@ function array (b: Buffer, i: number, node: SchemaNode, depth: number): number {
   const items = node.items ?? ANY
   let count = 0
   i = space(b, i + 1)
-  if (b[i] === 0x5d) {
+  if (b[i] === CLOSE_ARRAY) {
     i++
   } else {
     for (;;) {
       i = space(b, value(b, i, items, depth, undefined))
       count++
       const c = b[i]
-      if (c === 0x5d) { i++; break }
-      if (c !== 0x2c) throw UNSURE
+      if (c === CLOSE_ARRAY) { i++; break }
+      if (c !== COMMA) throw UNSURE
       i = space(b, i + 1)
     }
   }

@@ -1,4 +1,5 @@
 import { errorKey } from './schema.js'
+import { BACKSLASH, CLOSE_ARRAY, CLOSE_OBJECT, COLON, COMMA, OPEN_ARRAY, OPEN_OBJECT, QUOTE } from './json-bytes.js'
 
 /**
  * Nesting of a JSON body, counted in objects and arrays (`{}` is depth 1).
@@ -8,13 +9,6 @@ import { errorKey } from './schema.js'
  */
 export const JSON_MAX_DEPTH = 32
 
-const QUOTE = 0x22
-const BACKSLASH = 0x5c
-const COLON = 0x3a
-const OPEN_OBJECT = 0x7b
-const OPEN_ARRAY = 0x5b
-const CLOSE_OBJECT = 0x7d
-const CLOSE_ARRAY = 0x5d
 
 /**
  * What JSON.parse accepts but a consumer may read differently from us,
@@ -128,7 +122,7 @@ function findDuplicateKey (text: Uint8Array): string | undefined {
     } else if (c === CLOSE_OBJECT || c === CLOSE_ARRAY) {
       stack.pop()
       pendingKey = undefined
-    } else if (c === 0x2c) { // ','
+    } else if (c === COMMA) {
       const top = stack[stack.length - 1]
       if (top && !top.keys) top.index++
       pendingKey = undefined
