@@ -59,7 +59,7 @@ function somewhere (rand: () => number, value: unknown): { parent: Record<string
   let key: string | number | undefined
   let here = value
   while (typeof here === 'object' && here !== null && (parent === undefined || rand() < 0.7)) {
-    const keys = Array.isArray(here) ? here.map((_, i) => i) : Object.keys(here)
+    const keys: Array<string | number> = Array.isArray(here) ? here.map((_, i) => i) : Object.keys(here)
     if (keys.length === 0) break
     parent = here as Record<string, unknown> | unknown[]
     key = pick(rand, keys)
