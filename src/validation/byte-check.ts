@@ -1,6 +1,5 @@
 import { ANY, compileNode, HASH_MASK, T_ARRAY, T_BOOLEAN, T_INTEGER, T_NULL, T_NUMBER, T_OBJECT, T_STRING, type FormatLookup, type Primitive, type PropertyEntry, type SchemaNode } from './byte-schema.js'
-import { JSON_MAX_DEPTH } from './json.js'
-import { BACKSLASH, CLOSE_ARRAY, CLOSE_OBJECT, COLON, COMMA, DOT, MINUS, NINE, OPEN_ARRAY, OPEN_OBJECT, PLUS, QUOTE, ZERO } from './json-bytes.js'
+import { BACKSLASH, CLOSE_ARRAY, CLOSE_OBJECT, COLON, COMMA, DOT, JSON_MAX_DEPTH, MINUS, NINE, OPEN_ARRAY, OPEN_OBJECT, PLUS, QUOTE, ZERO } from './json-bytes.js'
 
 /**
  * A one-pass check of a JSON body's bytes against a schema, for the hot

@@ -1,4 +1,5 @@
-export { jsonTextProblems, JSON_MAX_DEPTH } from './json.js'
+export { jsonTextProblems } from './json.js'
+export { JSON_MAX_DEPTH } from './json-bytes.js'
 export { compileSchema, compileBodyCheck, errorMap, errorKey } from './schema.js'
 export type { ByteCheck } from './byte-check.js'
 export { isIsoDateTimeWithZone } from './formats.js'

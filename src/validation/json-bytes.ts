@@ -1,4 +1,13 @@
-/** The bytes of JSON's structure, for the passes that read a body without parsing it. */
+/** What the passes that read a JSON body without parsing it share: its structural bytes, and how deep it may nest. */
+
+/**
+ * Nesting of a JSON body, counted in objects and arrays (`{}` is depth 1).
+ * The known telemetry fields nest six deep at most; 32 leaves room for
+ * unknown fields while keeping every consumer's recursive decoder (and our
+ * own printer) far from its stack limit.
+ */
+export const JSON_MAX_DEPTH = 32
+
 export const QUOTE = 0x22
 export const BACKSLASH = 0x5c
 export const COLON = 0x3a

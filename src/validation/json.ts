@@ -1,13 +1,6 @@
 import { errorKey } from './schema.js'
-import { BACKSLASH, CLOSE_ARRAY, CLOSE_OBJECT, COLON, COMMA, OPEN_ARRAY, OPEN_OBJECT, QUOTE } from './json-bytes.js'
+import { BACKSLASH, CLOSE_ARRAY, CLOSE_OBJECT, COLON, COMMA, JSON_MAX_DEPTH, OPEN_ARRAY, OPEN_OBJECT, QUOTE } from './json-bytes.js'
 
-/**
- * Nesting of a JSON body, counted in objects and arrays (`{}` is depth 1).
- * The known telemetry fields nest six deep at most; 32 leaves room for
- * unknown fields while keeping every consumer's recursive decoder (and our
- * own printer) far from its stack limit.
- */
-export const JSON_MAX_DEPTH = 32
 
 
 /**
