@@ -23,9 +23,8 @@ const UNSURE = Symbol('unsure')
 /** Exact powers of ten: a product or quotient with one is correctly rounded (Clinger's fast path). */
 const POW10 = Array.from({ length: 23 }, (_, i) => Number(`1e${i}`))
 /**
- * Keys of one object compared pairwise for duplicates: past this the full
- * path decides, so a body of wide objects costs a few compares per byte, not
- * a number that grows with each object's width.
+ * Keys of one object whose hashes are compared for duplicates: past this
+ * the full path decides, so a key costs at most this many comparisons.
  */
 const MAX_MEMBERS = 64
 const TRUE = Buffer.from('true')
@@ -48,8 +47,7 @@ export function compileByteCheck (schema: object, formats: FormatLookup, capture
 
 /** Where the walk is: one at a time, as it is synchronous. */
 let captured: Record<string, string | true> = {}
-/** Start, length and hash of the keys of every open object, innermost last. */
-const keyStart = new Int32Array(MAX_MEMBERS * 4)
+/** Length and hash of the keys of every open object, innermost last. */
 const keyLength = new Int32Array(MAX_MEMBERS * 4)
 const keyHash = new Int32Array(MAX_MEMBERS * 4)
 let keyTop = 0
@@ -126,7 +124,7 @@ function object (b: Buffer, i: number, node: SchemaNode, depth: number): number 
         hash = (Math.imul(hash, 31) + c) & HASH_MASK
       }
       const length = i - start
-      remember(b, base, start, length, hash)
+      remember(base, length, hash)
       const entry = node.properties === undefined ? undefined : match(b, node.properties, start, length, hash)
       i = space(b, i + 1)
       if (b[i] !== COLON) throw UNSURE
@@ -149,31 +147,30 @@ function object (b: Buffer, i: number, node: SchemaNode, depth: number): number 
   return i
 }
 
-/** Refuses a key its object already has (JSON.parse keeps the last, other decoders the first). */
-function remember (b: Buffer, base: number, start: number, length: number, hash: number): void {
+/**
+ * Refuses a key its object already has (JSON.parse keeps the last, other
+ * decoders the first). Two keys of one hash and length are not compared:
+ * equal or a collision, the full path decides, so a body built of colliding
+ * keys costs no more than any other.
+ */
+function remember (base: number, length: number, hash: number): void {
   const top = keyTop
-  if (top - base >= MAX_MEMBERS || top >= keyStart.length) throw UNSURE
-  for (let k = base; k < top; k++) {
-    if (keyHash[k] !== hash || keyLength[k] !== length) continue
-    const other = keyStart[k]!
-    let j = 0
-    while (j < length && b[start + j] === b[other + j]) j++
-    if (j === length) throw UNSURE
-  }
-  keyStart[top] = start
+  if (top - base >= MAX_MEMBERS || top >= keyHash.length) throw UNSURE
+  for (let k = base; k < top; k++) if (keyHash[k] === hash && keyLength[k] === length) throw UNSURE
   keyLength[top] = length
   keyHash[top] = hash
   keyTop = top + 1
 }
 
+/** The schema's member of this key, if any: member names have distinct hashes, so one is compared at most. */
 function match (b: Buffer, properties: PropertyEntry[], start: number, length: number, hash: number): PropertyEntry | undefined {
   for (let p = 0; p < properties.length; p++) {
     if (properties[p]!.hash !== hash) continue
     const key = properties[p]!.key
-    if (key.length !== length) continue
+    if (key.length !== length) return undefined
     let j = 0
     while (j < length && key[j] === b[start + j]) j++
-    if (j === length) return properties[p]
+    return j === length ? properties[p] : undefined
   }
   return undefined
 }

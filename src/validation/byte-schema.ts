@@ -101,6 +101,8 @@ export function compileNode (schema: Record<string, unknown>, formats: FormatLoo
       const child = properties[name] === undefined ? ANY : compileNode(properties[name]!, formats)
       return { key: Buffer.from(name, 'latin1'), hash: keyHash(name), name, node: child, requiredBit: index < 0 ? 0 : 1 << index, capture: capture.includes(name) }
     })
+    // The walk compares a key's bytes with one member's at most: the one of its hash.
+    if (new Set(out.properties.map(p => p.hash)).size !== out.properties.length) throw new Error(`byte schema: two member names share a hash among ${[...names].join(', ')}`)
     out.requiredMask = required.reduce((mask, _, i) => mask | (1 << i), 0)
   }
   out.readsString = out.pattern !== undefined || out.format !== undefined || out.minLength !== undefined || out.choices?.some(c => typeof c === 'string') === true

@@ -67,6 +67,12 @@ t.test('anything the full path refuses, or might, is left to it', async t => {
   for (const [what, body] of Object.entries(refused)) t.equal(check(Buffer.from(body)), undefined, what)
 })
 
+t.test('distinct keys of one hash are left to the full path, so colliding keys cost no byte comparisons', async t => {
+  // "Aa" and "BB" share the walk's hash (65·31 + 97 = 66·31 + 66) and length.
+  t.equal(check(Buffer.from('{"id":"a","at":"2026-01-01T00:00:00Z","Aa":1,"BB":2}')), undefined, 'side by side')
+  t.not(check(Buffer.from('{"id":"a","at":"2026-01-01T00:00:00Z","Aa":1,"x":{"BB":2}}')), undefined, 'in different objects they are no concern')
+})
+
 t.test('nesting: 32 levels are read, 33 are left to the full path', async t => {
   const nest = (levels: number): Buffer => Buffer.from(`{"id":"a","at":"2026-01-01T00:00:00Z","x":${'['.repeat(levels - 1)}${']'.repeat(levels - 1)}}`)
   t.not(check(nest(32)), undefined)
@@ -79,4 +85,5 @@ t.test('a schema keyword the walk does not know fails compilation, not a request
   t.throws(() => compileBodyCheck({ type: 'string', format: 'email' }), /unknown format email/)
   t.throws(() => compileBodyCheck({ type: 'object', properties: { 'caf\u00e9': {} } }), /not plain ASCII/)
   t.throws(() => compileBodyCheck({ enum: [{}] }), /primitives/)
+  t.throws(() => compileBodyCheck({ type: 'object', properties: { Aa: {}, BB: {} } }), /share a hash/)
 })
