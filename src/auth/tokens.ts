@@ -54,16 +54,28 @@ export interface VerifierOptions {
   now?: () => number
 }
 
+/** Characters of an Authorization header that key its cache entry: a signature's last ones, effectively random. */
+const CACHE_KEY_CHARS = 32
+
+interface Verified { header: string, claims: TokenClaims, scopes: ReadonlySet<string> }
+
 /**
  * Checks bearer tokens on the ingest routes: signature, issuer, audience,
  * expiry, then the route's scope. Verified tokens are cached by their exact
- * text until they expire, since a device sends the same token thousands of
- * times and RS256 verification would otherwise dominate a small request.
+ * Authorization header until they expire, since a device sends the same
+ * token thousands of times and RS256 verification would otherwise dominate a
+ * small request. The cache is keyed by the header's last characters and the
+ * entry holds the whole header: a lookup hashes 32 characters and compares
+ * the rest, where keying by the whole ~900-character header hashed all of it
+ * on every request (1.4 µs, against 0.25). Two headers with one key are
+ * told apart by the comparison: the later verified one takes the place. Only
+ * a verified token is stored, so nobody can evict another's entry with
+ * tokens they cannot sign.
  */
 export class TokenVerifier {
   private readonly ownKeys: JWTVerifyGetKey
   private readonly externalKeys: JWTVerifyGetKey | undefined
-  private readonly cache = new Map<string, { claims: TokenClaims, scopes: ReadonlySet<string> }>()
+  private readonly cache = new Map<string, Verified>()
   private readonly cacheSize: number
   private readonly now: () => number
 
@@ -80,19 +92,22 @@ export class TokenVerifier {
    * request); only a signature check is asynchronous.
    */
   verify (authorization: string | undefined, scope: string): TokenClaims | Promise<TokenClaims> {
+    const key = authorization?.slice(-CACHE_KEY_CHARS)
+    const entry = key === undefined ? undefined : this.cache.get(key)
+    if (entry !== undefined && entry.header === authorization) {
+      if ((entry.claims.exp ?? 0) * 1000 > this.now()) return this.granted(entry, scope)
+      this.cache.delete(key!)
+    }
     const token = bearerToken(authorization)
-    const entry = this.cache.get(token)
-    if (entry !== undefined && (entry.claims.exp ?? 0) * 1000 > this.now()) return this.granted(entry, scope)
-    if (entry !== undefined) this.cache.delete(token)
     return this.verifySignature(token).then(claims => {
-      const fresh = { claims, scopes: new Set(claims.scope.split(' ')) }
-      if (this.cache.size >= this.cacheSize) this.cache.delete(this.cache.keys().next().value!)
-      this.cache.set(token, fresh)
+      const fresh = { header: authorization!, claims, scopes: new Set(claims.scope.split(' ')) }
+      if (!this.cache.has(key!) && this.cache.size >= this.cacheSize) this.cache.delete(this.cache.keys().next().value!)
+      this.cache.set(key!, fresh)
       return this.granted(fresh, scope)
     })
   }
 
-  private granted (entry: { claims: TokenClaims, scopes: ReadonlySet<string> }, scope: string): TokenClaims {
+  private granted (entry: Verified, scope: string): TokenClaims {
     if (!entry.scopes.has(scope)) {
       throw new GatewayError('forbidden', `token lacks scope ${scope}`, { details: { authorization: `scope ${scope} required` } })
     }

@@ -64,6 +64,20 @@ t.test('a cached token still expires', async t => {
   await t.rejects(async () => verifier.verify(`Bearer ${token}`, 'asset:track:write'), { code: 'unauthorized', status: 401 }, 'rejected once expired')
 })
 
+t.test('the cache tells apart headers that end alike, and a forged one evicts nothing', async t => {
+  const { verifier, sign } = await setup(t)
+  const token = await sign({})
+  const header = `Bearer ${token}`
+  await verifier.verify(header, 'asset:track:write')
+  t.notOk(verifier.verify(header, 'asset:track:write') instanceof Promise, 'the verified header is answered from the cache')
+  // The same signature (so the same last characters) under another payload.
+  const [head, payload, signature] = token.split('.')
+  const forged = `Bearer ${head}.${Buffer.from(JSON.stringify({ ...JSON.parse(Buffer.from(payload!, 'base64url').toString()), client_id: 'someone-else' })).toString('base64url')}.${signature}`
+  t.equal(forged.slice(-32), header.slice(-32))
+  await t.rejects(async () => verifier.verify(forged, 'asset:track:write'), { code: 'unauthorized', message: /^auth_failed:invalid_signature$/ }, 'not taken for the cached one')
+  t.notOk(verifier.verify(header, 'asset:track:write') instanceof Promise, 'the genuine header is still cached')
+})
+
 t.test('claims carry the tenant key; an id outside the grammar is 403 with the claim named', async t => {
   const { verifier, sign } = await setup(t)
   const ok = await verifier.verify(`Bearer ${await sign({ client_id: 'cam-7', tenant: 'acme' })}`, 'asset:track:write')
