@@ -158,7 +158,8 @@ function object (b: Buffer, i: number, node: SchemaNode, depth: number): number 
  * Refuses a key its object already has (JSON.parse keeps the last, other
  * decoders the first). Two keys of one hash and length are not compared:
  * equal or a collision, the full path decides, so a body built of colliding
- * keys costs no more than any other.
+ * keys costs no more than any other. `compare` is false when no earlier key
+ * of the object has the hash's bit, so nothing can match.
  */
 function remember (base: number, length: number, hash: number): void {
   const top = keyTop
