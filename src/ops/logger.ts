@@ -1,4 +1,5 @@
 import pino, { type Logger } from 'pino'
+import { isoNow } from './clock.js'
 
 /** Bytes of log lines gathered before a write: about 20 access-log lines. */
 const WRITE_BYTES = 4096
@@ -33,7 +34,7 @@ export function createLogger (level: string, dest = 1): ServiceLog {
   // sonic-boom's types know only strings; in buffer mode it takes bytes.
   const writeBytes = (bytes: Buffer): boolean => (out.write as unknown as (b: Buffer) => boolean).call(out, bytes)
   const lines = { write: (line: string): void => { writeBytes(Buffer.from(line)) } }
-  const log = pino({ level, base: { pid: process.pid }, timestamp: pino.stdTimeFunctions.isoTime }, lines)
+  const log = pino({ level, base: { pid: process.pid }, timestamp: () => `,"time":"${isoNow()}"` }, lines)
   // The destination's own flush settles once what is left drops below
   // WRITE_BYTES with no write in flight; the rest is written synchronously, in order.
   const flush = (): Promise<void> => new Promise((resolve, reject) => {

@@ -6,6 +6,7 @@ import { ModeError, type Mode } from './modes/index.js'
 import { encodeEvent, eventOwner } from './events.js'
 import type { RunHub } from './hub.js'
 import { uuidv7 } from './ids.js'
+import { isoNow } from '../ops/index.js'
 import type { RunStore } from './store.js'
 import { isTerminal, type RunEvent, type RunRecord } from './types.js'
 import { GatewayError } from '../errors.js'
@@ -96,7 +97,7 @@ export class RunManager {
     }
     this.activeByTenant.set(input.tenant, mine + 1)
     const now = Date.now()
-    const createdAt = new Date(now).toISOString()
+    const createdAt = isoNow(now)
     const record: RunRecord = {
       run_id: `run-${uuidv7(now)}`,
       tenant_id: input.tenant,
@@ -139,7 +140,7 @@ export class RunManager {
   /** Cancels an in-flight run; undefined when the run is unknown or already terminal. */
   async cancel (runId: string): Promise<RunRecord | undefined> {
     const run = this.active.get(runId)
-    if (!run || !this.transition(run, { type: 'CANCEL' }, { ended_at: new Date().toISOString() })) return undefined
+    if (!run || !this.transition(run, { type: 'CANCEL' }, { ended_at: isoNow() })) return undefined
     stop(run)
     await run.chain
     return run.record
@@ -169,14 +170,14 @@ export class RunManager {
   async drain (): Promise<void> {
     const runs = [...this.active.values()]
     for (const run of runs) {
-      this.transition(run, { type: 'FAIL' }, { error: INTERRUPTED, ended_at: new Date().toISOString() })
+      this.transition(run, { type: 'FAIL' }, { error: INTERRUPTED, ended_at: isoNow() })
       stop(run)
     }
     await Promise.all(runs.map(ended))
   }
 
   private async execute (run: ActiveRun, input: StartRun): Promise<void> {
-    if (!this.transition(run, { type: 'START' }, { started_at: new Date().toISOString() })) return
+    if (!this.transition(run, { type: 'START' }, { started_at: isoNow() })) return
     const mode = this.modes.get(input.mode)!
     try {
       const result = await mode({
@@ -187,15 +188,15 @@ export class RunManager {
           if (run.stopped) throw new DOMException('the run was stopped', 'AbortError')
           if (!STEP_EVENT_TYPES.has(type)) throw new Error(`mode ${input.mode} emitted an event of unknown type ${JSON.stringify(type)}`)
           const record = { ...run.record, last_event_id: run.record.last_event_id + 1 }
-          this.commit(run, record, encodeEvent(run.owner, record.last_event_id, type, message, JSON.stringify(data), new Date().toISOString()))
+          this.commit(run, record, encodeEvent(run.owner, record.last_event_id, type, message, JSON.stringify(data), isoNow()))
           await run.chain
         }
       })
       const output = (result as { output?: unknown } | null | undefined)?.output
-      this.transition(run, { type: 'SUCCEED' }, { result, answer: typeof output === 'string' ? output : null, ended_at: new Date().toISOString() })
+      this.transition(run, { type: 'SUCCEED' }, { result, answer: typeof output === 'string' ? output : null, ended_at: isoNow() })
     } catch (err) {
       const error = err instanceof ModeError ? { code: err.code, message: err.message } : { code: 'mode_failed', message: (err as Error).message }
-      this.transition(run, { type: 'FAIL' }, { error, ended_at: new Date().toISOString() })
+      this.transition(run, { type: 'FAIL' }, { error, ended_at: isoNow() })
     }
     await run.chain
   }
@@ -279,7 +280,7 @@ function lifecycleEvent (owner: string, record: RunRecord, at: string): RunEvent
 
 /** The event that ends `stale` (a record as stored, in flight) as interrupted, next after its last event. */
 export function interruptedEnd (stale: RunRecord): RunEvent {
-  const endedAt = new Date().toISOString()
+  const endedAt = isoNow()
   const record: RunRecord = { ...stale, status: 'failed', ended_at: endedAt, error: INTERRUPTED, last_event_id: stale.last_event_id + 1 }
   return lifecycleEvent(eventOwner(record.run_id, record.tenant_id), record, endedAt)
 }

@@ -4,6 +4,7 @@ import { MicroBatcher, type Bus, type BusMessage, type Settled } from '../bus/in
 import type { Config } from '../config/index.js'
 import { LATER, type Reply, type RequestContext, type Route } from '../http/index.js'
 import { GatewayError } from '../errors.js'
+import { isoNow } from '../ops/index.js'
 import { acceptedAssetId, recordErrors, spliceMessage, toMessage, type AssetTrackingData, type Receipt } from './record.js'
 
 export const TELEMETRY_SCOPE = 'asset:track:write'
@@ -64,7 +65,7 @@ export class TelemetryService {
   }
 
   private track (ctx: RequestContext, claims: TokenClaims): typeof LATER {
-    const receipt = { clientId: claims.client_id, requestId: ctx.requestId, receivedAt: new Date().toISOString(), tenantKey: claims.tenantKey }
+    const receipt = { clientId: claims.client_id, requestId: ctx.requestId, receivedAt: isoNow(), tenantKey: claims.tenantKey }
     const assetId = ctx.rawBody === undefined ? undefined : acceptedAssetId(ctx.headers, ctx.rawBody)
     const message = assetId !== undefined ? spliceMessage(assetId, ctx.bodyText, receipt) : checkedMessage(ctx, receipt)
     const refused = this.batcher.submit(message, ctx, this.answer)
