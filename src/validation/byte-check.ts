@@ -113,6 +113,10 @@ function value (b: Buffer, i: number, node: SchemaNode, depth: number, capture: 
 function object (b: Buffer, i: number, node: SchemaNode, depth: number): number {
   const base = keyTop
   let seen = 0
+  /** A bit per hash seen in this object (hash mod 32): most keys need no comparison at all. */
+  let hashes = 0
+  /** Where to start looking for the next key's member. */
+  let next = 0
   i = space(b, i + 1)
   if (b[i] === CLOSE_OBJECT) {
     i++
@@ -131,8 +135,12 @@ function object (b: Buffer, i: number, node: SchemaNode, depth: number): number 
         hash = (Math.imul(hash, 31) + c) & HASH_MASK
       }
       const length = i - start
-      remember(base, length, hash)
-      const entry = node.properties === undefined ? undefined : match(b, node.properties, start, length, hash)
+      const bit = 1 << (hash & 31)
+      remember(base, length, hash, (hashes & bit) !== 0)
+      hashes |= bit
+      const found = node.properties === undefined ? -1 : match(b, node.properties, start, length, hash, next)
+      const entry = found < 0 ? undefined : node.properties![found]!
+      if (found >= 0) next = found + 1 === node.properties!.length ? 0 : found + 1
       i = space(b, i + 1)
       if (b[i] !== COLON) throw UNSURE
       i = space(b, i + 1)
@@ -161,26 +169,32 @@ function object (b: Buffer, i: number, node: SchemaNode, depth: number): number 
  * keys costs no more than any other. `compare` is false when no earlier key
  * of the object has the hash's bit, so nothing can match.
  */
-function remember (base: number, length: number, hash: number): void {
+function remember (base: number, length: number, hash: number, compare: boolean): void {
   const top = keyTop
   if (top - base >= MAX_MEMBERS || top >= keyHash.length) throw UNSURE
-  for (let k = base; k < top; k++) if (keyHash[k] === hash && keyLength[k] === length) throw UNSURE
+  if (compare) for (let k = base; k < top; k++) if (keyHash[k] === hash && keyLength[k] === length) throw UNSURE
   keyLength[top] = length
   keyHash[top] = hash
   keyTop = top + 1
 }
 
-/** The schema's member of this key, if any: member names have distinct hashes, so one is compared at most. */
-function match (b: Buffer, properties: PropertyEntry[], start: number, length: number, hash: number): PropertyEntry | undefined {
-  for (let p = 0; p < properties.length; p++) {
+/**
+ * The index in `properties` of this key's member, or -1. Member names have
+ * distinct hashes, so one is compared at most. The scan starts at `from`,
+ * past the last member found: bodies mostly list members in the schema's
+ * order, and then the first hash compared is the one.
+ */
+function match (b: Buffer, properties: PropertyEntry[], start: number, length: number, hash: number, from: number): number {
+  const n = properties.length
+  for (let k = 0, p = from; k < n; k++, p = p + 1 === n ? 0 : p + 1) {
     if (properties[p]!.hash !== hash) continue
     const key = properties[p]!.key
-    if (key.length !== length) return undefined
+    if (key.length !== length) return -1
     let j = 0
     while (j < length && key[j] === b[start + j]) j++
-    return j === length ? properties[p] : undefined
+    return j === length ? p : -1
   }
-  return undefined
+  return -1
 }
 
 function array (b: Buffer, i: number, node: SchemaNode, depth: number): number {
