@@ -16,7 +16,7 @@ const { BACKSLASH, CLOSE_ARRAY, CLOSE_OBJECT, COLON, COMMA, DOT, JSON_MAX_DEPTH,
  * non-ASCII byte where the schema reads a string, a number it cannot read
  * exactly, a huge object). The caller then takes the full path (JSON.parse,
  * jsonTextProblems, ajv), which names every problem; so this must never
- * accept what that path refuses, and test/validation/byte-check.test.ts
+ * accept what that path refuses, and test/telemetry/record-bytes.test.ts
  * compares the two on many thousands of bodies.
  *
  * "Valid" is what the full path accepts: JSON.parse's grammar on the text

@@ -114,7 +114,7 @@ export function compileNode (schema: Record<string, unknown>, formats: FormatLoo
 export const HASH_MASK = 0x3fffffff
 
 /** The hash the walk computes over a key's bytes as it reads them. */
-export function keyHash (name: string): number {
+function keyHash (name: string): number {
   let hash = 0
   for (let i = 0; i < name.length; i++) hash = (Math.imul(hash, 31) + name.charCodeAt(i)) & HASH_MASK
   return hash
