@@ -235,15 +235,32 @@ function string (b: Buffer, i: number, node: SchemaNode, capture: string | undef
     }
   }
   if (!node.readsString && capture === undefined) return i + 1
-  // Only a plain string reads the same here as after JSON.parse without decoding it.
+  // Only a plain string reads the same here as after JSON.parse without
+  // decoding it; and its length in bytes is its length in characters.
   if (!plain) throw UNSURE
+  if (node.minLength !== undefined && i - start < node.minLength) throw UNSURE
+  const choiceBytes = node.choiceBytes
+  if (choiceBytes !== undefined && !oneOf(b, start, i, choiceBytes)) throw UNSURE
+  const formatted = node.format === undefined || (node.byteFormat !== undefined && node.byteFormat(b, start, i))
+  if (formatted && !node.decodes && capture === undefined) return i + 1
   const s = latin1(b, start, i)
-  if (node.minLength !== undefined && s.length < node.minLength) throw UNSURE
   if (node.pattern !== undefined && !node.pattern.test(s)) throw UNSURE
-  if (node.format !== undefined && !node.format(s)) throw UNSURE
-  if (node.choices !== undefined && !node.choices.includes(s)) throw UNSURE
+  if (!formatted && !node.format!(s)) throw UNSURE
+  if (choiceBytes === undefined && node.choices !== undefined && !node.choices.includes(s)) throw UNSURE
   if (capture !== undefined) captured[capture] = s
   return i + 1
+}
+
+/** Whether the bytes from `start` to `end` are one of `choices`. */
+function oneOf (b: Buffer, start: number, end: number, choices: Uint8Array[]): boolean {
+  const length = end - start
+  for (const choice of choices) {
+    if (choice.length !== length) continue
+    let j = 0
+    while (j < length && choice[j] === b[start + j]) j++
+    if (j === length) return true
+  }
+  return false
 }
 
 /** Index after the escape at `i`: JSON's own escapes only. */

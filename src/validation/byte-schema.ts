@@ -1,3 +1,6 @@
+import { BYTE_FORMATS } from './byte-formats.js'
+import type { ByteFormat } from './byte-formats.js'
+
 /**
  * A JSON Schema compiled for the byte walk (byte-check.ts). Only the
  * keywords the request schemas use are understood; any other makes
@@ -39,12 +42,18 @@ export interface SchemaNode {
   choices: Primitive[] | undefined
   pattern: RegExp | undefined
   format: ((s: string) => boolean) | undefined
+  /** Vouches for the format from the bytes; when it cannot, `format` decides. */
+  byteFormat: ByteFormat | undefined
+  /** The string choices as bytes, when all are printable ASCII: compared without decoding. */
+  choiceBytes: Uint8Array[] | undefined
   minLength: number | undefined
   minItems: number | undefined
   maxItems: number | undefined
   items: SchemaNode | undefined
-  /** A string here must be decoded to be checked. */
+  /** A string here must be looked at to be checked. */
   readsString: boolean
+  /** ... and decoded, whatever its bytes: a pattern, or choices not compared as bytes. */
+  decodes: boolean
   /** A number here must be known exactly to be checked. */
   readsNumber: boolean
 }
@@ -59,7 +68,7 @@ const TYPE_BITS: Record<string, number> = { object: T_OBJECT, array: T_ARRAY, st
 export const ANY: SchemaNode = node(T_ANY)
 
 function node (types: number): SchemaNode {
-  return { types, properties: undefined, requiredMask: 0, minimum: undefined, maximum: undefined, choices: undefined, pattern: undefined, format: undefined, minLength: undefined, minItems: undefined, maxItems: undefined, items: undefined, readsString: false, readsNumber: false }
+  return { types, properties: undefined, requiredMask: 0, minimum: undefined, maximum: undefined, choices: undefined, pattern: undefined, format: undefined, byteFormat: undefined, choiceBytes: undefined, minLength: undefined, minItems: undefined, maxItems: undefined, items: undefined, readsString: false, decodes: false, readsNumber: false }
 }
 
 /**
@@ -75,6 +84,8 @@ export function compileNode (schema: Record<string, unknown>, formats: FormatLoo
   if (choices !== undefined) {
     if (!Array.isArray(choices) || !choices.every(isPrimitive)) throw new Error('byte schema: enum and const must hold primitives')
     out.choices = choices
+    const strings = choices.filter(c => typeof c === 'string')
+    if (strings.every(c => /^[\x20-\x7e]*$/.test(c))) out.choiceBytes = strings.map(c => Buffer.from(c, 'latin1'))
     // A value of a type no choice has can match none: refused by its type, before any other check.
     out.types &= choices.reduce<number>((bits, c) => bits | choiceType(c), 0)
   }
@@ -88,6 +99,7 @@ export function compileNode (schema: Record<string, unknown>, formats: FormatLoo
     const check = formats(String(schema['format']))
     if (check === undefined) throw new Error(`byte schema: unknown format ${String(schema['format'])}`)
     out.format = check
+    out.byteFormat = BYTE_FORMATS[String(schema['format'])]
   }
   if (schema['items'] !== undefined) out.items = compileNode(schema['items'] as Record<string, unknown>, formats)
   const properties = (schema['properties'] ?? {}) as Record<string, Record<string, unknown>>
@@ -105,7 +117,9 @@ export function compileNode (schema: Record<string, unknown>, formats: FormatLoo
     if (new Set(out.properties.map(p => p.hash)).size !== out.properties.length) throw new Error(`byte schema: two member names share a hash among ${[...names].join(', ')}`)
     out.requiredMask = required.reduce((mask, _, i) => mask | (1 << i), 0)
   }
-  out.readsString = out.pattern !== undefined || out.format !== undefined || out.minLength !== undefined || out.choices?.some(c => typeof c === 'string') === true
+  const stringChoices = out.choices?.some(c => typeof c === 'string') === true
+  out.readsString = out.pattern !== undefined || out.format !== undefined || out.minLength !== undefined || stringChoices
+  out.decodes = out.pattern !== undefined || (stringChoices && out.choiceBytes === undefined)
   out.readsNumber = out.minimum !== undefined || out.maximum !== undefined || out.choices?.some(c => typeof c === 'number') === true || (out.types & T_NUMBER) === 0
   return out
 }

@@ -26,14 +26,19 @@ function createAjv (): Ajv {
  * cannot disagree about a timestamp.
  */
 export function compileBodyCheck (schema: object, capture: readonly string[] = []): ByteCheck {
-  const formats = createAjv().formats
-  return compileByteCheck(schema, name => {
-    const format = formats[name]
-    const check = typeof format === 'object' && !(format instanceof RegExp) ? (format.async === true || (format.type ?? 'string') !== 'string' ? undefined : format.validate) : format
-    if (typeof check === 'function') return check as (s: string) => boolean
-    if (check instanceof RegExp) return s => check.test(s)
-    return undefined
-  }, capture)
+  return compileByteCheck(schema, formatFunction, capture)
+}
+
+let formats: Ajv['formats'] | undefined
+
+/** The string format `name` as compileSchema's ajv checks it, or undefined when it has none. */
+export function formatFunction (name: string): ((s: string) => boolean) | undefined {
+  formats ??= createAjv().formats
+  const format = formats[name]
+  const check = typeof format === 'object' && !(format instanceof RegExp) ? (format.async === true || (format.type ?? 'string') !== 'string' ? undefined : format.validate) : format
+  if (typeof check === 'function') return check as (s: string) => boolean
+  if (check instanceof RegExp) return s => check.test(s)
+  return undefined
 }
 
 /** `/metrics/items/3/k` → `metrics.items[3].k` */

@@ -26,6 +26,8 @@ t.test('a valid body is accepted and its captured members returned', async t => 
   t.ok(ok(',"unknown":{"deep":[null,true,false,-0.5e-3,"\\u00e9\\n",{"x":"\u00e9"}]}'), 'unknown members: any JSON, escapes and UTF-8 where nothing reads the string')
   t.ok(ok(',"n":1e2,"lat":9E+1'), 'exponents')
   t.ok(ok(',"n":2.0'), 'an integer written with a fraction (ajv counts 2.0 an integer)')
+  t.not(check(Buffer.from('{"id":"a","at":"2016-12-31T23:59:60Z"}')), undefined, 'a timestamp the byte recogniser leaves to the format function (a leap second)')
+  t.not(check(Buffer.from('{"id":"a","at":"2026-01-01 00:00:00z"}')), undefined, 'the same for a space instead of T')
 })
 
 t.test('anything the full path refuses, or might, is left to it', async t => {
