@@ -5,7 +5,7 @@ import * as jsonBytes from './json-bytes.js'
 // Copied into this module's own constants: V8 checks an imported binding on
 // every use in optimised code, and the walk's loops read these all the time
 // (14.7 against 13.6 µs a record in a loop).
-const { ANY, compileNode, HASH_MASK, T_ARRAY, T_BOOLEAN, T_INTEGER, T_NULL, T_NUMBER, T_OBJECT, T_STRING } = schemaBits
+const { ACCEPTED_MAX_LENGTH, ACCEPTED_SLOTS, ANY, compileNode, HASH_MASK, T_ARRAY, T_BOOLEAN, T_INTEGER, T_NULL, T_NUMBER, T_OBJECT, T_STRING } = schemaBits
 const { BACKSLASH, CLOSE_ARRAY, CLOSE_OBJECT, COLON, COMMA, DOT, JSON_MAX_DEPTH, MINUS, NINE, OPEN_ARRAY, OPEN_OBJECT, PLUS, QUOTE, ZERO } = jsonBytes
 
 /**
@@ -238,6 +238,18 @@ function string (b: Buffer, i: number, node: SchemaNode, capture: string | undef
   // Only a plain string reads the same here as after JSON.parse without
   // decoding it; and its length in bytes is its length in characters.
   if (!plain) throw UNSURE
+  const accepted = node.accepted
+  let slot = -1
+  if (accepted !== undefined && i - start <= ACCEPTED_MAX_LENGTH) {
+    let hash = 0
+    for (let j = start; j < i; j++) hash = (Math.imul(hash, 31) + b[j]!) | 0
+    slot = hash & (ACCEPTED_SLOTS - 1)
+    const known = accepted[slot]
+    if (known !== undefined && sameBytes(known, b, start, i)) {
+      if (capture !== undefined) captured[capture] = known
+      return i + 1
+    }
+  }
   if (node.minLength !== undefined && i - start < node.minLength) throw UNSURE
   const choiceBytes = node.choiceBytes
   if (choiceBytes !== undefined && !oneOf(b, start, i, choiceBytes)) throw UNSURE
@@ -247,8 +259,16 @@ function string (b: Buffer, i: number, node: SchemaNode, capture: string | undef
   if (node.pattern !== undefined && !node.pattern.test(s)) throw UNSURE
   if (!formatted && !node.format!(s)) throw UNSURE
   if (choiceBytes === undefined && node.choices !== undefined && !node.choices.includes(s)) throw UNSURE
+  if (slot >= 0) accepted![slot] = s
   if (capture !== undefined) captured[capture] = s
   return i + 1
+}
+
+/** Whether the plain ASCII string `s` is the bytes from `start` to `end`. */
+function sameBytes (s: string, b: Buffer, start: number, end: number): boolean {
+  if (s.length !== end - start) return false
+  for (let j = 0; j < s.length; j++) if (s.charCodeAt(j) !== b[start + j]) return false
+  return true
 }
 
 /** Whether the bytes from `start` to `end` are one of `choices`. */

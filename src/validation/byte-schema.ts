@@ -54,6 +54,12 @@ export interface SchemaNode {
   readsString: boolean
   /** ... and decoded, whatever its bytes: a pattern, or choices not compared as bytes. */
   decodes: boolean
+  /**
+   * Strings this node accepted lately, by a hash of their bytes, when it
+   * decodes: a device's keys and ids recur record after record, and a
+   * string found here needs no decoding or checking again.
+   */
+  accepted: (string | undefined)[] | undefined
   /** A number here must be known exactly to be checked. */
   readsNumber: boolean
 }
@@ -68,7 +74,7 @@ const TYPE_BITS: Record<string, number> = { object: T_OBJECT, array: T_ARRAY, st
 export const ANY: SchemaNode = node(T_ANY)
 
 function node (types: number): SchemaNode {
-  return { types, properties: undefined, requiredMask: 0, minimum: undefined, maximum: undefined, choices: undefined, pattern: undefined, format: undefined, byteFormat: undefined, choiceBytes: undefined, minLength: undefined, minItems: undefined, maxItems: undefined, items: undefined, readsString: false, decodes: false, readsNumber: false }
+  return { types, properties: undefined, requiredMask: 0, minimum: undefined, maximum: undefined, choices: undefined, pattern: undefined, format: undefined, byteFormat: undefined, choiceBytes: undefined, minLength: undefined, minItems: undefined, maxItems: undefined, items: undefined, readsString: false, decodes: false, accepted: undefined, readsNumber: false }
 }
 
 /**
@@ -120,9 +126,14 @@ export function compileNode (schema: Record<string, unknown>, formats: FormatLoo
   const stringChoices = out.choices?.some(c => typeof c === 'string') === true
   out.readsString = out.pattern !== undefined || out.format !== undefined || out.minLength !== undefined || stringChoices
   out.decodes = out.pattern !== undefined || (stringChoices && out.choiceBytes === undefined)
+  if (out.decodes) out.accepted = new Array<string | undefined>(ACCEPTED_SLOTS).fill(undefined)
   out.readsNumber = out.minimum !== undefined || out.maximum !== undefined || out.choices?.some(c => typeof c === 'number') === true || (out.types & T_NUMBER) === 0
   return out
 }
+
+/** Slots of a node's `accepted` strings (a power of two), and the longest string kept there. */
+export const ACCEPTED_SLOTS = 64
+export const ACCEPTED_MAX_LENGTH = 64
 
 /** Keeps a key's hash a small integer, which V8 compares without boxing. */
 export const HASH_MASK = 0x3fffffff

@@ -75,6 +75,14 @@ t.test('distinct keys of one hash are left to the full path, so colliding keys c
   t.not(check(Buffer.from('{"id":"a","at":"2026-01-01T00:00:00Z","Aa":1,"x":{"BB":2}}')), undefined, 'in different objects they are no concern')
 })
 
+t.test('a string accepted before is known by its bytes, not by its slot', async t => {
+  // "`  " and "   " fall in one of the 64 slots (hashes 93280 and 31776);
+  // the first passes the pattern \S, the second must still be refused.
+  t.same(check(Buffer.from('{"id":"`  ","at":"2026-01-01T00:00:00Z"}')), { id: '`  ' })
+  t.same(check(Buffer.from('{"id":"`  ","at":"2026-01-01T00:00:00Z"}')), { id: '`  ' }, 'the same string again, from the slot')
+  t.equal(check(Buffer.from('{"id":"   ","at":"2026-01-01T00:00:00Z"}')), undefined, 'another string of the slot is checked')
+})
+
 t.test('nesting: 32 levels are read, 33 are left to the full path', async t => {
   const nest = (levels: number): Buffer => Buffer.from(`{"id":"a","at":"2026-01-01T00:00:00Z","x":${'['.repeat(levels - 1)}${']'.repeat(levels - 1)}}`)
   t.not(check(nest(32)), undefined)
