@@ -1,8 +1,9 @@
-import { Kafka, logLevel, Partitioners, type Producer, type Admin, type KafkaConfig, type LogEntry } from 'kafkajs'
+import { Kafka, logLevel, type Producer, type Admin, type KafkaConfig, type LogEntry } from 'kafkajs'
 import type { Logger } from 'pino'
 import type { Config } from '../config/index.js'
 import { installFastProduce } from './kafka-produce.js'
 import { KafkaSubscription } from './kafka-subscription.js'
+import { keyPartitioner } from './partitioner.js'
 import type { BusMessage, FollowableBus, StoredMessage, Subscription, SubscribeOptions } from './types.js'
 
 /** While the bus is known to be down, how often it checks whether it is back. */
@@ -173,7 +174,7 @@ export class KafkaBus implements FollowableBus {
     if (this.producer) return Promise.resolve(this.producer)
     if (this.closed) return Promise.reject(new Error('bus closed'))
     this.connecting ??= (async () => {
-      const producer = this.kafka.producer({ idempotent: true, maxInFlightRequests: 1, allowAutoTopicCreation: false, createPartitioner: Partitioners.DefaultPartitioner })
+      const producer = this.kafka.producer({ idempotent: true, maxInFlightRequests: 1, allowAutoTopicCreation: false, createPartitioner: keyPartitioner })
       try {
         await producer.connect()
         await this.ensureTopics()

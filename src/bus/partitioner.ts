@@ -1,0 +1,63 @@
+import { randomInt } from 'node:crypto'
+import type { ICustomPartitioner } from 'kafkajs'
+
+const SEED = 0x9747b28c
+const M = 0x5bd1e995
+
+/**
+ * Java's `Utils.murmur2`, the hash Kafka's default partitioner puts keys
+ * with, in 32-bit integer arithmetic as Java computes it. kafkajs's own
+ * emulates it with 64-bit Long objects and a Buffer per key: about a
+ * microsecond a record, 2% of a telemetry request.
+ */
+export function murmur2 (key: Uint8Array): number {
+  const length = key.length
+  let h = SEED ^ length
+  const whole = length & ~3
+  for (let i = 0; i < whole; i += 4) {
+    let k = key[i]! | (key[i + 1]! << 8) | (key[i + 2]! << 16) | (key[i + 3]! << 24)
+    k = Math.imul(k, M)
+    k ^= k >>> 24
+    k = Math.imul(k, M)
+    h = Math.imul(h, M) ^ k
+  }
+  switch (length & 3) {
+    case 3: h ^= key[whole + 2]! << 16 // falls through
+    case 2: h ^= key[whole + 1]! << 8 // falls through
+    case 1: h = Math.imul(h ^ key[whole]!, M)
+  }
+  h ^= h >>> 13
+  h = Math.imul(h, M)
+  return h ^ (h >>> 15)
+}
+
+/** A key's UTF-8 bytes; a plain ASCII key (the usual asset id) is written into one reused buffer. */
+const scratch = Buffer.alloc(256)
+function keyBytes (key: string | Buffer): Uint8Array {
+  if (typeof key !== 'string') return key
+  if (key.length > scratch.length) return Buffer.from(key)
+  for (let i = 0; i < key.length; i++) {
+    const c = key.charCodeAt(i)
+    if (c > 0x7f) return Buffer.from(key)
+    scratch[i] = c
+  }
+  return scratch.subarray(0, key.length)
+}
+
+/**
+ * kafkajs's DefaultPartitioner (Java's, before sticky partitioning) with
+ * murmur2 above: a message's own partition, else its key's hash modulo the
+ * partition count, else round robin over partitions that have a leader.
+ */
+export const keyPartitioner: ICustomPartitioner = () => {
+  const counters = new Map<string, number>()
+  return ({ topic, partitionMetadata, message }) => {
+    if (message.partition !== null && message.partition !== undefined) return message.partition
+    if (message.key !== null && message.key !== undefined) return (murmur2(keyBytes(message.key)) & 0x7fffffff) % partitionMetadata.length
+    const count = (counters.get(topic) ?? randomInt(2 ** 31)) + 1
+    counters.set(topic, count)
+    const available = partitionMetadata.filter(p => p.leader >= 0)
+    if (available.length > 0) return available[(count & 0x7fffffff) % available.length]!.partitionId
+    return (count & 0x7fffffff) % partitionMetadata.length
+  }
+}
