@@ -21,10 +21,11 @@ export function murmur2 (key: Uint8Array): number {
     k = Math.imul(k, M)
     h = Math.imul(h, M) ^ k
   }
-  switch (length & 3) {
-    case 3: h ^= key[whole + 2]! << 16 // falls through
-    case 2: h ^= key[whole + 1]! << 8 // falls through
-    case 1: h = Math.imul(h ^ key[whole]!, M)
+  const rest = length & 3
+  if (rest > 0) {
+    if (rest === 3) h ^= key[whole + 2]! << 16
+    if (rest >= 2) h ^= key[whole + 1]! << 8
+    h = Math.imul(h ^ key[whole]!, M)
   }
   h ^= h >>> 13
   h = Math.imul(h, M)
