@@ -34,6 +34,15 @@ const POW10 = Array.from({ length: 23 }, (_, i) => Number(`1e${i}`))
  * the full path decides, so a key costs at most this many comparisons.
  */
 const MAX_MEMBERS = 64
+/**
+ * What each byte is inside a string, so that the loop over one tests a
+ * byte once: PLAIN (printable ASCII), WIDE (part of a non-ASCII character),
+ * QUOTE, BACKSLASH, or CONTROL (never allowed).
+ */
+const PLAIN = 0
+const WIDE = 1
+const CONTROL = 2
+const STRING_BYTE = new Uint8Array(256).map((_, c) => c === QUOTE || c === BACKSLASH ? c : c < 0x20 ? CONTROL : c > 0x7e ? WIDE : PLAIN)
 const TRUE = Buffer.from('true')
 const FALSE = Buffer.from('false')
 const NULL = Buffer.from('null')
@@ -223,15 +232,17 @@ function string (b: Buffer, i: number, node: SchemaNode, capture: string | undef
   const n = b.length
   for (i = start; ;) {
     if (i >= n) throw UNSURE
-    const c = b[i]!
-    if (c === QUOTE) break
-    if (c < 0x20) throw UNSURE
-    if (c === BACKSLASH) {
+    const kind = STRING_BYTE[b[i]!]!
+    if (kind === PLAIN) { i++; continue }
+    if (kind === QUOTE) break
+    if (kind === BACKSLASH) {
       plain = false
       i = escape(b, i)
-    } else {
-      if (c > 0x7e) plain = false
+    } else if (kind === WIDE) {
+      plain = false
       i++
+    } else {
+      throw UNSURE
     }
   }
   if (!node.readsString && capture === undefined) return i + 1
