@@ -1,4 +1,3 @@
-import { isUtf8 } from 'node:buffer'
 import type { BusMessage } from '../bus/index.js'
 import { compileBodyCheck, compileSchema, errorMap, jsonTextProblems, labelProblem, REQUEST_ID } from '../validation/index.js'
 import { assetTrackingSchema } from './schema.js'
@@ -13,7 +12,6 @@ export const validateRecord = compileSchema<AssetTrackingData>(assetTrackingSche
 
 /** Members the gateway adds to the published record: one already in the body is overwritten. */
 const ADDED = ['client_id', 'received_at', 'request_id']
-const CLOSE_OBJECT = 0x7d
 const checkRecordBytes = compileBodyCheck(assetTrackingSchema, ['asset_id', ...ADDED])
 
 const EPOCH_SECONDS = /^\d{1,12}$/
@@ -101,37 +99,16 @@ export function toMessage (record: AssetTrackingData, text: string, receipt: Rec
     const value = JSON.stringify({ ...record, client_id: receipt.clientId, received_at: receipt.receivedAt, request_id: receipt.requestId })
     return message(record.asset_id, value, receipt)
   }
-  return spliceText(record.asset_id, text, receipt)
+  return spliceMessage(record.asset_id, text, receipt)
 }
 
-/**
- * The same message from a valid record's bytes that hold none of the added
- * members: the bytes as received, the additions written after them. Valid
- * UTF-8 decodes and encodes back to the same bytes, so this is what
- * toMessage publishes, without decoding the body or encoding it again. A
- * body that is not UTF-8 (a stray byte in a string the schema does not
- * read) is published as its text, with the replacement characters
- * JSON.parse saw.
- */
-export function spliceMessage (assetId: string, raw: Buffer, receipt: Receipt): BusMessage {
-  if (!isUtf8(raw)) return spliceText(assetId, raw.toString(), receipt)
-  const end = raw.lastIndexOf(CLOSE_OBJECT)
-  const added = addedMembers(receipt)
-  const value = Buffer.allocUnsafe(end + Buffer.byteLength(added))
-  raw.copy(value, 0, 0, end)
-  value.write(added, end)
+/** The bus message of a valid record's text that holds none of the added members. */
+export function spliceMessage (assetId: string, text: string, receipt: Receipt): BusMessage {
+  const end = text.lastIndexOf('}')
+  const value = `${text.slice(0, end)},"client_id":${JSON.stringify(receipt.clientId)},"received_at":${JSON.stringify(receipt.receivedAt)},"request_id":${JSON.stringify(receipt.requestId)}}`
   return message(assetId, value, receipt)
 }
 
-function spliceText (assetId: string, text: string, receipt: Receipt): BusMessage {
-  return message(assetId, text.slice(0, text.lastIndexOf('}')) + addedMembers(receipt), receipt)
-}
-
-/** The members the gateway adds, and the record's closing brace. */
-function addedMembers ({ clientId, receivedAt, requestId }: Receipt): string {
-  return `,"client_id":${JSON.stringify(clientId)},"received_at":${JSON.stringify(receivedAt)},"request_id":${JSON.stringify(requestId)}}`
-}
-
-function message (assetId: string, value: Buffer | string, { clientId, requestId, tenantKey }: Receipt): BusMessage {
+function message (assetId: string, value: string, { clientId, requestId, tenantKey }: Receipt): BusMessage {
   return { key: assetId, value, headers: { 'x-request-id': requestId, 'client-id': clientId, schema: TELEMETRY_SCHEMA_HEADER, 'message-id': messageId(tenantKey, requestId) } }
 }
