@@ -50,7 +50,20 @@ interface ProduceArgs {
   topicData: TopicData[]
 }
 
-interface EncoderLike { buf: Buffer, offset: number }
+interface EncoderLike { buf: Buffer, offset: number, [FRAME]?: Frame | undefined }
+
+/**
+ * Where an encoder's bytes sit in a larger buffer whose bytes before
+ * `start` are free. kafkajs frames a request by copying its body into a
+ * new encoder after the header, then that into another after the size,
+ * each zero-filled and grown by doubling: two copies of a 100 KB batch and
+ * 256 KB of fresh memory per send. An encoder with a frame instead gets
+ * the header written into the free bytes just before it (framedWriteEncoder).
+ */
+const FRAME = Symbol('frame')
+interface Frame { full: Buffer, start: number }
+/** Room for kafkajs's frame: size, API key and version, correlation id and the client id (up to 242 bytes of it). */
+const FRAME_HEADROOM = 256
 type ProduceRequest = { encode: () => Promise<EncoderLike> } & Record<string, unknown>
 type ProduceV3 = (args: ProduceArgs) => ProduceRequest
 
@@ -155,8 +168,11 @@ function covered (args: ProduceArgs): boolean {
   return true
 }
 
-/** The request body kafkajs's v3 `encode()` would produce, in one buffer. */
-export function encodeProduceBody (args: ProduceArgs, now = Date.now()): Buffer {
+/**
+ * The request body kafkajs's v3 `encode()` would produce, in one buffer,
+ * after `headroom` bytes left free for the request's frame (see FRAME).
+ */
+export function encodeProduceBody (args: ProduceArgs, now = Date.now(), headroom = 0): Buffer {
   const transactionalId = args.transactionalId ?? null
   const producerId = args.producerId
   const producerEpoch = args.producerEpoch ?? 0
@@ -175,7 +191,8 @@ export function encodeProduceBody (args: ProduceArgs, now = Date.now()): Buffer 
     lengths.push(tl)
     recordBytes.push(tr)
   }
-  const w = new Writer(Buffer.allocUnsafe(size))
+  const w = new Writer(Buffer.allocUnsafe(headroom + size))
+  w.offset = headroom
   if (transactionalId === null) w.int16(-1)
   else w.string16(transactionalId)
   w.int16(args.acks)
@@ -227,7 +244,7 @@ export function encodeProduceBody (args: ProduceArgs, now = Date.now()): Buffer 
       w.buf.writeUInt32BE(crc32c(w.buf, crcAt + 4, w.offset), crcAt)
     }
   }
-  if (w.offset !== size) throw new Error(`produce request: wrote ${w.offset} bytes of ${size}`)
+  if (w.offset !== headroom + size) throw new Error(`produce request: wrote ${w.offset - headroom} bytes of ${size}`)
   return w.buf
 }
 
@@ -243,11 +260,37 @@ export function fastProduce (original: ProduceV3, Encoder: new () => EncoderLike
       ...request,
       encode: async () => {
         const encoder = new Encoder()
-        encoder.buf = encodeProduceBody(args)
+        const full = encodeProduceBody(args, Date.now(), FRAME_HEADROOM)
+        encoder.buf = full.subarray(FRAME_HEADROOM)
         encoder.offset = encoder.buf.length
+        encoder[FRAME] = { full, start: FRAME_HEADROOM }
         return encoder
       }
     }
+  }
+}
+
+type WriteEncoder = (this: EncoderLike, value: EncoderLike) => EncoderLike
+
+/**
+ * kafkajs's `Encoder#writeEncoder`, which appends `value`'s bytes, except
+ * when `value` has a frame with room for what this encoder holds: then those
+ * bytes go into the room before `value`'s, and this encoder becomes a view of
+ * both, copying nothing of `value`. The frame passes to this encoder (for
+ * the next level of framing) and leaves `value`, so no two encoders write
+ * into the same room.
+ */
+export function framedWriteEncoder (original: WriteEncoder): WriteEncoder {
+  return function (this: EncoderLike, value: EncoderLike): EncoderLike {
+    const frame = value?.[FRAME]
+    if (frame === undefined || this.offset > frame.start) return original.call(this, value)
+    const start = frame.start - this.offset
+    this.buf.copy(frame.full, start, 0, this.offset)
+    this.buf = frame.full.subarray(start, frame.start + value.offset)
+    this.offset = this.buf.length
+    this[FRAME] = { full: frame.full, start }
+    value[FRAME] = undefined
+    return this
   }
 }
 
@@ -266,8 +309,9 @@ export function installFastProduce (): boolean {
   if (version !== '2.2.4') return (installed = false)
   const path = require.resolve('kafkajs/src/protocol/requests/produce/v3/request.js')
   const original = require(path) as ProduceV3
-  const Encoder = require('kafkajs/src/protocol/encoder.js') as new () => EncoderLike
+  const Encoder = require('kafkajs/src/protocol/encoder.js') as { new (): EncoderLike, prototype: { writeEncoder: WriteEncoder } }
   const entry = require.cache[path]!
   entry.exports = fastProduce(original, Encoder)
+  Encoder.prototype.writeEncoder = framedWriteEncoder(Encoder.prototype.writeEncoder)
   return (installed = true)
 }

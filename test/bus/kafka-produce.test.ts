@@ -119,6 +119,38 @@ t.test('what it does not cover is left to kafkajs: compression, timestamps, list
   }
 })
 
+t.test('the request kafkajs frames around our body is its own, with the body not copied', async t => {
+  installFastProduce()
+  const createRequest = require('kafkajs/src/protocol/request.js') as (o: object) => Promise<{ buffer: Buffer }>
+  const build = fastProduce(kafkajsProduce as any, Encoder)
+  const [, args] = cases[1]!
+  const real = Date.now
+  Date.now = () => NOW
+  try {
+    for (const clientId of ['evidence-gateway', 'c'.repeat(242), 'c'.repeat(243)]) {
+      const request = build(args as any)
+      const body = await request.encode() as unknown as { buf: Buffer }
+      const ours = await createRequest({ correlationId: 7, clientId, request: { ...request, encode: async () => body } })
+      const theirs = await createRequest({ correlationId: 7, clientId, request: kafkajsProduce(args) })
+      t.ok(ours.buffer.equals(theirs.buffer), `the same bytes, client id of ${clientId.length}`)
+      t.equal(ours.buffer.buffer === body.buf.buffer, clientId.length <= 242, clientId.length <= 242 ? 'written around the body in place' : 'a client id past the room is framed by copying, as kafkajs does')
+    }
+  } finally {
+    Date.now = real
+  }
+})
+
+t.test('an encoder framed twice keeps the bytes of the first frame', async t => {
+  installFastProduce()
+  const [, args] = cases[0]!
+  const body = await fastProduce(kafkajsProduce as any, Encoder)(args as any).encode() as unknown as { buffer: Buffer }
+  const bytes = Buffer.from(body.buffer)
+  const first = new Encoder().writeInt32(1).writeEncoder(body)
+  const second = new Encoder().writeInt32(2).writeEncoder(body)
+  t.ok(first.buffer.equals(Buffer.concat([Buffer.from([0, 0, 0, 1]), bytes])), 'the first')
+  t.ok(second.buffer.equals(Buffer.concat([Buffer.from([0, 0, 0, 2]), bytes])), 'the second, copied')
+})
+
 t.test('the CRC-32C equals kafkajs\'s at every length and offset', async t => {
   const buf = Buffer.from(Array.from({ length: 1000 }, (_, i) => (i * 131 + 7) & 0xff))
   for (const [start, end] of [[0, 0], [0, 1], [0, 7], [0, 8], [0, 15], [0, 16], [0, 17], [3, 20], [5, 37], [1, 999], [0, 1000]] as const) {
