@@ -1,4 +1,4 @@
-import type { BusMessage } from './types.js'
+import type { OutgoingMessage } from './types.js'
 import { GatewayError } from '../errors.js'
 
 export interface BatcherOptions {
@@ -16,7 +16,7 @@ export interface BatcherOptions {
   maxInFlight?: number
   /** From a record's arrival to its answer; past it the record fails (500). */
   timeoutMs: number
-  publish: (messages: BusMessage[]) => Promise<void>
+  publish: (messages: OutgoingMessage[]) => Promise<void>
   /**
    * An error when sending is known to be futile now (the bus is down):
    * records are then failed with it at once, when they arrive and when their
@@ -33,10 +33,10 @@ export interface BatcherOptions {
 }
 
 /** Told once per record: `err` is undefined when its batch was acknowledged. */
-export type Settled<T> = (token: T, err: GatewayError | undefined, message: BusMessage) => void
+export type Settled<T> = (token: T, err: GatewayError | undefined, message: OutgoingMessage) => void
 
 interface Entry {
-  message: BusMessage
+  message: OutgoingMessage
   deadline: number
   settled: boolean
   token: unknown
@@ -44,7 +44,7 @@ interface Entry {
 }
 
 const settlePromise: Settled<{ resolve: () => void, reject: (err: GatewayError) => void }> = (p, err) => { if (err) p.reject(err); else p.resolve() }
-const reportFailure: Settled<(err: GatewayError, message: BusMessage) => void> = (failed, err, message) => { if (err) failed(err, message) }
+const reportFailure: Settled<(err: GatewayError, message: OutgoingMessage) => void> = (failed, err, message) => { if (err) failed(err, message) }
 
 /**
  * Groups records into batches and answers each record when its batch is
@@ -77,7 +77,7 @@ export class MicroBatcher {
     return this.inFlight.length >= this.maxInFlight
   }
 
-  add (message: BusMessage): Promise<void> {
+  add (message: OutgoingMessage): Promise<void> {
     const refused = this.refused()
     if (refused) return Promise.reject(refused)
     return new Promise((resolve, reject) => { this.enqueue(message, { resolve, reject }, settlePromise) })
@@ -88,7 +88,7 @@ export class MicroBatcher {
    * per record, and `failed` is called (at most once) when the record is refused,
    * fails or times out.
    */
-  push (message: BusMessage, failed: (err: GatewayError, message: BusMessage) => void): void {
+  push (message: OutgoingMessage, failed: (err: GatewayError, message: OutgoingMessage) => void): void {
     const refused = this.refused()
     if (refused) failed(refused, message)
     else this.enqueue(message, failed, reportFailure)
@@ -101,7 +101,7 @@ export class MicroBatcher {
    * A record refused at once (overload, the bus known down) is not queued:
    * the refusal is returned and `settled` is never called.
    */
-  submit<T> (message: BusMessage, token: T, settled: Settled<T>): GatewayError | undefined {
+  submit<T> (message: OutgoingMessage, token: T, settled: Settled<T>): GatewayError | undefined {
     const refused = this.refused()
     if (refused) return refused
     this.enqueue(message, token, settled)
@@ -112,7 +112,7 @@ export class MicroBatcher {
     return this.options.refuse?.() ?? (this.pending >= this.options.maxPending ? this.overloaded() : undefined)
   }
 
-  private enqueue (message: BusMessage, token: unknown, done: Settled<any>): void {
+  private enqueue (message: OutgoingMessage, token: unknown, done: Settled<any>): void {
     const entry: Entry = { message, deadline: Date.now() + this.options.timeoutMs, settled: false, token, done }
     this.queue.push(entry)
     this.armDeadline(entry.deadline)

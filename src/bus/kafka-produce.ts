@@ -1,5 +1,6 @@
 import { createRequire } from 'node:module'
 import { crc32c } from './crc32c.js'
+import type { Splice } from './types.js'
 
 /**
  * A faster encoding of kafkajs's Produce request (API versions 3 to 7, which
@@ -20,7 +21,7 @@ import { crc32c } from './crc32c.js'
 
 interface Message {
   key?: Buffer | string | null
-  value: Buffer | string | null
+  value: Buffer | string | Splice | null
   headers?: Record<string, Buffer | string | Array<Buffer | string> | undefined>
   timestamp?: string | number
 }
@@ -80,9 +81,10 @@ function varIntSize (value: number): number {
   return bytes
 }
 
-function byteLength (value: Buffer | string | null | undefined): number {
+function byteLength (value: Buffer | string | Splice | null | undefined): number {
   if (value === null || value === undefined) return -1
-  return typeof value === 'string' ? Buffer.byteLength(value, 'utf8') : value.length
+  if (typeof value === 'string') return Buffer.byteLength(value, 'utf8')
+  return Buffer.isBuffer(value) ? value.length : value.end + Buffer.byteLength(value.tail, 'utf8')
 }
 
 /** Sizes of one partition's records: `lengths` gets each record's body length; returns the records' bytes. */
@@ -132,15 +134,33 @@ class Writer {
   }
 
   /** A varint length, then the bytes (length -1 for null). */
-  varBytes (value: Buffer | string | null | undefined, length: number): void {
+  varBytes (value: Buffer | string | Splice | null | undefined, length: number): void {
     this.varInt(length)
     if (length <= 0) return
-    if (typeof value === 'string') this.offset += this.buf.write(value, this.offset, length, 'utf8')
-    else this.offset += (value as Buffer).copy(this.buf, this.offset)
+    if (typeof value === 'string') {
+      this.offset += this.buf.write(value, this.offset, length, 'utf8')
+    } else if (Buffer.isBuffer(value)) {
+      this.offset += value.copy(this.buf, this.offset)
+    } else {
+      const { bytes, end, tail } = value!
+      this.offset += bytes.copy(this.buf, this.offset, 0, end)
+      this.offset += this.buf.write(tail, this.offset, length - end, 'utf8')
+    }
   }
 }
 
 const bytesOrNull = (v: unknown): boolean => v === null || v === undefined || typeof v === 'string' || Buffer.isBuffer(v)
+const isSplice = (v: unknown): v is Splice => {
+  const s = v as Partial<Splice> | null
+  return typeof s === 'object' && s !== null && Buffer.isBuffer(s.bytes) && typeof s.tail === 'string' && Number.isInteger(s.end) && s.end! >= 0 && s.end! <= s.bytes.length
+}
+const valueOrNull = (v: unknown): boolean => bytesOrNull(v) || isSplice(v)
+
+/** `args` with every Splice joined, for kafkajs's own encoder. */
+function joinedValues (args: ProduceArgs): ProduceArgs {
+  const join = (m: Message): Message => isSplice(m.value) ? { ...m, value: m.value.bytes.toString('utf8', 0, m.value.end) + m.value.tail } : m
+  return { ...args, topicData: args.topicData.map(t => ({ ...t, partitions: t.partitions.map(p => ({ ...p, messages: p.messages.map(join) })) })) }
+}
 
 /**
  * True when every message is one this encoder writes exactly as kafkajs
@@ -154,7 +174,7 @@ function covered (args: ProduceArgs): boolean {
     for (const p of t.partitions) {
       for (const m of p.messages) {
         if (m.timestamp !== undefined && m.timestamp !== null) return false
-        if (!bytesOrNull(m.key) || !bytesOrNull(m.value)) return false
+        if (!bytesOrNull(m.key) || !valueOrNull(m.value)) return false
         const headers = m.headers
         if (headers === undefined) continue
         if (typeof headers !== 'object' || headers === null) return false
@@ -254,8 +274,8 @@ export function encodeProduceBody (args: ProduceArgs, now = Date.now(), headroom
  */
 export function fastProduce (original: ProduceV3, Encoder: new () => EncoderLike): ProduceV3 {
   return (args: ProduceArgs) => {
+    if (!covered(args)) return original(joinedValues(args))
     const request = original(args)
-    if (!covered(args)) return request
     return {
       ...request,
       encode: async () => {

@@ -1,10 +1,10 @@
-import { Kafka, logLevel, type Producer, type Admin, type KafkaConfig, type LogEntry } from 'kafkajs'
+import { Kafka, logLevel, type Message, type Producer, type Admin, type KafkaConfig, type LogEntry } from 'kafkajs'
 import type { Logger } from 'pino'
 import type { Config } from '../config/index.js'
 import { installFastProduce } from './kafka-produce.js'
 import { KafkaSubscription } from './kafka-subscription.js'
 import { keyPartitioner } from './partitioner.js'
-import type { BusMessage, FollowableBus, StoredMessage, Subscription, SubscribeOptions } from './types.js'
+import { joined, type FollowableBus, type OutgoingMessage, type StoredMessage, type Subscription, type SubscribeOptions } from './types.js'
 
 /** While the bus is known to be down, how often it checks whether it is back. */
 const RECHECK_MS = 1000
@@ -39,6 +39,8 @@ const LEVELS: Record<number, 'error' | 'warn' | 'info' | 'debug'> = {
 export class KafkaBus implements FollowableBus {
   readonly kind = 'kafka'
   private readonly kafka: Kafka
+  /** Our produce encoder is in kafkajs (installFastProduce). */
+  private readonly fastProduce: boolean
   private readonly topics: string[]
   private producer: Producer | undefined
   private connecting: Promise<Producer> | undefined
@@ -68,7 +70,8 @@ export class KafkaBus implements FollowableBus {
       options.sasl = { mechanism: config.kafkaSaslMechanism, username: config.kafkaUsername!, password: config.kafkaPassword! } as KafkaConfig['sasl']
     }
     this.kafka = kafka ?? new Kafka(options)
-    if (!installFastProduce()) log.warn('kafkajs is not the version its produce encoder was checked against: using its own, slower one')
+    this.fastProduce = installFastProduce()
+    if (!this.fastProduce) log.warn('kafkajs is not the version its produce encoder was checked against: using its own, slower one')
     this.topics = [config.topicTelemetry, config.topicEvidence, config.topicRuns, config.topicRunsControl]
   }
 
@@ -77,7 +80,7 @@ export class KafkaBus implements FollowableBus {
     this.connect().catch(err => this.log.warn({ err: err.message }, 'kafka not reachable yet; will retry on demand'))
   }
 
-  publish (topic: string, messages: BusMessage[]): Promise<void> {
+  publish (topic: string, messages: readonly OutgoingMessage[]): Promise<void> {
     const run = this.tail.then(() => this.send(topic, messages))
     this.tail = run.catch(() => undefined)
     return run
@@ -156,10 +159,11 @@ export class KafkaBus implements FollowableBus {
     await this.producer?.disconnect().catch(() => undefined)
   }
 
-  private async send (topic: string, messages: BusMessage[]): Promise<void> {
+  private async send (topic: string, messages: readonly OutgoingMessage[]): Promise<void> {
     const producer = await this.connect()
     try {
-      await producer.send({ topic, acks: -1, messages })
+      // Our produce encoder writes a Splice; kafkajs's own takes only whole values.
+      await producer.send({ topic, acks: -1, messages: this.fastProduce ? messages as Message[] : messages.map(joined) })
     } catch (err) {
       // A producer that failed may hold sequence state the broker no longer
       // agrees with; the next send starts from a fresh one.

@@ -1,6 +1,6 @@
 import type { Database } from 'lmdb'
 import type { StateStore } from '../state/index.js'
-import type { BusMessage, FollowableBus, StoredMessage, Subscription, SubscribeOptions, TransactionalLog } from './types.js'
+import { joined, type BusMessage, type FollowableBus, type OutgoingMessage, type StoredMessage, type Subscription, type SubscribeOptions, type TransactionalLog } from './types.js'
 
 /** (topic, offset of the batch's last message) */
 type Key = [string, number]
@@ -38,9 +38,9 @@ export class LocalBus implements TransactionalLog, FollowableBus {
 
   async start (): Promise<void> {}
 
-  async publish (topic: string, messages: BusMessage[]): Promise<void> {
+  async publish (topic: string, messages: readonly OutgoingMessage[]): Promise<void> {
     if (messages.length === 0) return
-    await this.state.transaction(() => this.appendInTransaction(topic, messages))
+    await this.state.transaction(() => this.appendInTransaction(topic, messages.map(joined)))
   }
 
   appendInTransaction (topic: string, messages: BusMessage[]): void {

@@ -6,6 +6,37 @@ export interface BusMessage {
   headers: Record<string, string>
 }
 
+/**
+ * A value published as bytes received and text after them: the first `end`
+ * bytes of `bytes` (UTF-8), then `tail`. It lets a record go out as it
+ * came, with members added at its end, without a buffer of its own: a new
+ * one per record brought on full collections (bench/README.md, "2026-11-24,
+ * session").
+ */
+export interface Splice {
+  bytes: Buffer
+  end: number
+  tail: string
+}
+
+/** What `publish` takes: a message, or one whose value is a Splice. */
+export interface OutgoingMessage {
+  key: string
+  value: Buffer | string | Splice
+  headers: Record<string, string>
+}
+
+export function isSplice (value: OutgoingMessage['value']): value is Splice {
+  return typeof value === 'object' && !Buffer.isBuffer(value)
+}
+
+/** The message with its value in one piece, for what cannot write a Splice. */
+export function joined (message: OutgoingMessage): BusMessage {
+  const { value } = message
+  if (!isSplice(value)) return message as BusMessage
+  return { key: message.key, value: value.bytes.toString('utf8', 0, value.end) + value.tail, headers: message.headers }
+}
+
 export interface StoredMessage extends BusMessage {
   topic: string
   offset: number
@@ -26,7 +57,7 @@ export interface Bus {
    */
   readonly maxInFlight?: number
   start(): Promise<void>
-  publish(topic: string, messages: BusMessage[]): Promise<void>
+  publish(topic: string, messages: readonly OutgoingMessage[]): Promise<void>
   /** Throws when the bus cannot take messages now (readiness). */
   probe(): Promise<void>
   /**

@@ -1,4 +1,5 @@
-import type { BusMessage } from '../bus/index.js'
+import { isUtf8 } from 'node:buffer'
+import type { BusMessage, OutgoingMessage } from '../bus/index.js'
 import { compileBodyCheck, compileSchema, errorMap, jsonTextProblems, labelProblem, REQUEST_ID } from '../validation/index.js'
 import { assetTrackingSchema } from './schema.js'
 
@@ -12,6 +13,7 @@ export const validateRecord = compileSchema<AssetTrackingData>(assetTrackingSche
 
 /** Members the gateway adds to the published record: one already in the body is overwritten. */
 const ADDED = ['client_id', 'received_at', 'request_id']
+const CLOSE_OBJECT = 0x7d
 const checkRecordBytes = compileBodyCheck(assetTrackingSchema, ['asset_id', ...ADDED])
 
 const EPOCH_SECONDS = /^\d{1,12}$/
@@ -99,16 +101,32 @@ export function toMessage (record: AssetTrackingData, text: string, receipt: Rec
     const value = JSON.stringify({ ...record, client_id: receipt.clientId, received_at: receipt.receivedAt, request_id: receipt.requestId })
     return message(record.asset_id, value, receipt)
   }
-  return spliceMessage(record.asset_id, text, receipt)
+  return spliceText(record.asset_id, text, receipt)
 }
 
-/** The bus message of a valid record's text that holds none of the added members. */
-export function spliceMessage (assetId: string, text: string, receipt: Receipt): BusMessage {
-  const end = text.lastIndexOf('}')
-  const value = `${text.slice(0, end)},"client_id":${JSON.stringify(receipt.clientId)},"received_at":${JSON.stringify(receipt.receivedAt)},"request_id":${JSON.stringify(receipt.requestId)}}`
-  return message(assetId, value, receipt)
+/**
+ * The same message from the bytes of a valid record that holds none of the
+ * added members: the bytes as received, then the additions (a Splice, so
+ * that no buffer is made for it). Valid UTF-8 decodes and encodes back to
+ * the same bytes, so this publishes what toMessage would, without decoding
+ * the body or encoding it again. A body that is not UTF-8 (a stray byte in
+ * a string the schema does not read) goes through its text, with the
+ * replacement characters JSON.parse saw.
+ */
+export function spliceMessage (assetId: string, raw: Buffer, receipt: Receipt): OutgoingMessage {
+  if (!isUtf8(raw)) return spliceText(assetId, raw.toString(), receipt)
+  return message(assetId, { bytes: raw, end: raw.lastIndexOf(CLOSE_OBJECT), tail: addedMembers(receipt) }, receipt)
 }
 
-function message (assetId: string, value: string, { clientId, requestId, tenantKey }: Receipt): BusMessage {
+function spliceText (assetId: string, text: string, receipt: Receipt): BusMessage {
+  return message(assetId, text.slice(0, text.lastIndexOf('}')) + addedMembers(receipt), receipt)
+}
+
+/** The members the gateway adds, and the record's closing brace. */
+function addedMembers ({ clientId, receivedAt, requestId }: Receipt): string {
+  return `,"client_id":${JSON.stringify(clientId)},"received_at":${JSON.stringify(receivedAt)},"request_id":${JSON.stringify(requestId)}}`
+}
+
+function message<V extends OutgoingMessage['value']> (assetId: string, value: V, { clientId, requestId, tenantKey }: Receipt): { key: string, value: V, headers: Record<string, string> } {
   return { key: assetId, value, headers: { 'x-request-id': requestId, 'client-id': clientId, schema: TELEMETRY_SCHEMA_HEADER, 'message-id': messageId(tenantKey, requestId) } }
 }

@@ -66,8 +66,9 @@ export class TelemetryService {
 
   private track (ctx: RequestContext, claims: TokenClaims): typeof LATER {
     const receipt = { clientId: claims.client_id, requestId: ctx.requestId, receivedAt: isoNow(), tenantKey: claims.tenantKey }
-    const assetId = ctx.rawBody === undefined ? undefined : acceptedAssetId(ctx.headers, ctx.rawBody)
-    const message = assetId !== undefined ? spliceMessage(assetId, ctx.bodyText, receipt) : checkedMessage(ctx, receipt)
+    const raw = ctx.rawBody
+    const assetId = raw === undefined ? undefined : acceptedAssetId(ctx.headers, raw)
+    const message = assetId !== undefined ? spliceMessage(assetId, raw!, receipt) : checkedMessage(ctx, receipt)
     const refused = this.batcher.submit(message, ctx, this.answer)
     if (refused !== undefined) throw refused
     return LATER

@@ -1,11 +1,11 @@
 import t from 'tap'
 import FakeTimers from '@sinonjs/fake-timers'
 import { MicroBatcher, type BatcherOptions } from '../../src/bus/index.js'
-import type { BusMessage } from '../../src/bus/index.js'
+import type { OutgoingMessage } from '../../src/bus/index.js'
 import type { GatewayError } from '../../src/errors.js'
 import { until } from '../helpers/http.js'
 
-const msg = (i: number): BusMessage => ({ key: `k${i % 3}`, value: String(i), headers: {} })
+const msg = (i: number): OutgoingMessage => ({ key: `k${i % 3}`, value: String(i), headers: {} })
 
 function batcher (overrides: Partial<BatcherOptions> & Pick<BatcherOptions, 'publish'>): MicroBatcher {
   return new MicroBatcher({ maxBatch: 3, lingerMs: 1, maxPending: 100, timeoutMs: 5000, ...overrides })
@@ -101,7 +101,7 @@ t.test('an acknowledgment after the timeout does not answer twice', async t => {
 
 t.test('push: no promise; failed gets each refused, failed or timed-out record once, with the record', async t => {
   const failures: Array<[string, string]> = []
-  const failed = (err: GatewayError, m: BusMessage): void => { failures.push([err.code, m.value as string]) }
+  const failed = (err: GatewayError, m: OutgoingMessage): void => { failures.push([err.code, m.value as string]) }
   let fail = false
   const b = batcher({ maxPending: 3, publish: async () => { if (fail) throw new Error('broker unreachable') } })
   b.push(msg(0), failed)

@@ -28,6 +28,13 @@ t.test('messages of several batches read back in order with dense offsets', asyn
   t.ok(read.every(m => m.topic === 'a' && m.timestamp >= before && m.timestamp <= Date.now()))
 })
 
+t.test('a Splice value is stored as its text: the bytes up to its end, then its tail', async t => {
+  const { bus } = open(t)
+  const bytes = Buffer.from('{"a":"é"}   ignored')
+  await bus.publish('a', [{ key: 'k', value: { bytes, end: bytes.indexOf('}'), tail: ',"b":"✓"}' }, headers: {} }])
+  t.equal([...bus.read('a')][0]!.value, '{"a":"é","b":"✓"}')
+})
+
 t.test('reads from any offset, inside a batch or at its edges, and stop at the limit', async t => {
   const { bus } = open(t)
   await bus.publish('a', [msg(0), msg(1), msg(2)])

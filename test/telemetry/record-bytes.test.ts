@@ -1,5 +1,6 @@
 import t from 'tap'
 import { readFileSync } from 'node:fs'
+import type { OutgoingMessage, Splice } from '../../src/bus/index.js'
 import { acceptedAssetId, recordErrors, spliceMessage, toMessage, type AssetTrackingData } from '../../src/telemetry/record.js'
 
 /**
@@ -15,6 +16,9 @@ const fixture = readFileSync(new URL('../fixtures/asset-track.json', import.meta
 const example = JSON.parse(fixture.toString()) as AssetTrackingData
 const headers = { 'content-type': 'application/json', 'x-request-id': 'req-1', 'x-request-timestamp': '1763799330' }
 
+/** The bytes the produce encoder writes for a value. */
+const published = (value: OutgoingMessage['value']): Buffer =>
+  typeof value === 'string' ? Buffer.from(value) : Buffer.isBuffer(value) ? value : Buffer.concat([value.bytes.subarray(0, value.end), Buffer.from(value.tail)])
 const receipt = { clientId: 'fleet-1', requestId: 'req-1', receivedAt: '2026-11-22T08:15:31.000Z', tenantKey: 'fleet-1' }
 
 /** What the full path says: the asset_id of an accepted body, or undefined. */
@@ -117,7 +121,22 @@ function mutate (rand: () => number): Buffer {
 t.test('the fixture takes the hot path, and both paths publish the same message', async t => {
   t.equal(acceptedAssetId(headers, fixture), 'truck-0042')
   t.equal(fullPath(fixture), 'truck-0042')
-  t.same(spliceMessage('truck-0042', fixture.toString(), receipt), toMessage(example, fixture.toString(), receipt))
+  const hot = spliceMessage('truck-0042', fixture, receipt)
+  const full = toMessage(example, fixture.toString(), receipt)
+  t.same({ ...hot, value: undefined }, { ...full, value: undefined }, 'key and headers')
+  t.ok(published(hot.value).equals(published(full.value)), 'the value, byte for byte')
+  t.equal((hot.value as Splice).bytes, fixture, 'the received bytes themselves, not a copy')
+  t.same(JSON.parse(published(hot.value).toString()), { ...example, client_id: 'fleet-1', received_at: '2026-11-22T08:15:31.000Z', request_id: 'req-1' })
+})
+
+t.test('a body that is not UTF-8 is published as the text JSON.parse read, not as its bytes', async t => {
+  const raw = Buffer.from(JSON.stringify({ ...example, owner: 'Acme xx' }))
+  raw[raw.indexOf('xx')] = 0xff
+  t.equal(acceptedAssetId(headers, raw), 'truck-0042', 'the hot path takes it: nothing reads that string')
+  const value = spliceMessage('truck-0042', raw, receipt).value
+  t.equal(typeof value, 'string')
+  t.match(value, /"owner":"Acme \ufffdx"/)
+  t.ok(published(value).equals(published(toMessage(JSON.parse(raw.toString()), raw.toString(), receipt).value)))
 })
 
 t.test('a header problem leaves the request to the full path', async t => {
@@ -148,11 +167,11 @@ t.test('the hot path never accepts what the full path refuses', async t => {
     both++
     if (fast !== full && disagreements++ < 5) t.fail(`accepted by the hot path only: ${JSON.stringify(raw.toString('latin1'))}`)
     const text = raw.toString()
-    if (fast === full && spliceMessage(fast, text, receipt).value !== toMessage(JSON.parse(text), text, receipt).value && disagreements++ < 5) {
-      t.fail(`the paths publish different values for ${JSON.stringify(raw.toString('latin1'))}`)
+    if (fast === full && !published(spliceMessage(fast, raw, receipt).value).equals(published(toMessage(JSON.parse(text), text, receipt).value)) && disagreements++ < 5) {
+      t.fail(`the paths publish different bytes for ${JSON.stringify(raw.toString('latin1'))}`)
     }
   }
-  t.equal(disagreements, 0, 'no body is accepted by the hot path and refused by the full path, and both publish the same value')
+  t.equal(disagreements, 0, 'no body is accepted by the hot path and refused by the full path, and both publish the same bytes')
   // The mix must hold both kinds, and the hot path must take most valid bodies, or this proves little.
   t.ok(accepted > BODIES * 0.1 && accepted < BODIES * 0.9, `the full path accepted ${accepted} of ${BODIES}`)
   t.ok(both > accepted * 0.6, `the hot path took ${both} of the ${accepted} valid bodies`)
