@@ -57,6 +57,20 @@ const cases: Array<[string, unknown]> = [
       { topic: 'b.ü', partitions: [{ partition: 1, messages: [record(6)] }] }
     ]
   }],
+  ['short strings ASCII or not, at and past the length copied in JavaScript', {
+    acks: -1,
+    timeout: 30000,
+    topicData: [{
+      topic: 'x',
+      partitions: [{
+        partition: 0,
+        messages: [
+          { key: 'ké', value: 'ü', headers: { 'é': '✓', [`h${'a'.repeat(63)}`]: 'b'.repeat(64), ['c'.repeat(65)]: 'd'.repeat(65), emoji: '😀', ctl: '\u0000\u007f' } },
+          { key: 'k'.repeat(64), value: '\u0080', headers: { lone: '\ud800' } }
+        ]
+      }]
+    }]
+  }],
   ['null and missing keys, Buffer values, empty value, no headers, Buffer header values', {
     acks: -1,
     timeout: 30000,
