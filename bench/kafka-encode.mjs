@@ -1,7 +1,8 @@
 // CPU per record of encoding a Produce request: kafkajs's own encoder beside
 // the gateway's (src/bus/kafka-produce.ts), on the bus messages the telemetry
 // route publishes (the spec's example record, its headers), in batches of
-// KAFKA_ENCODE_BATCH (default 50), alternated for KAFKA_ENCODE_ROUNDS rounds
+// KAFKA_ENCODE_BATCH (default 50); `spliced` is the gateway's encoder on the
+// messages the hot path publishes (the received bytes and a tail, a Splice), alternated for KAFKA_ENCODE_ROUNDS rounds
 // of KAFKA_ENCODE_SECONDS each. CPU time (process.cpuUsage), not wall time:
 // it moves little when others share the machine. Needs `npm run build`.
 //
@@ -21,18 +22,22 @@ const require = createRequire(join(REPO_DIR, 'package.json'))
 const kafkajsProduce = require('kafkajs/src/protocol/requests/produce/v3/request.js')
 const Encoder = require('kafkajs/src/protocol/encoder.js')
 const { fastProduce } = await import(join(REPO_DIR, 'dist', 'bus', 'kafka-produce.js'))
-const { toMessage } = await import(join(REPO_DIR, 'dist', 'telemetry', 'record.js'))
+const { spliceMessage, toMessage } = await import(join(REPO_DIR, 'dist', 'telemetry', 'record.js'))
 
-const text = readFileSync(join(REPO_DIR, 'test', 'fixtures', 'asset-track.json'), 'utf8')
+const raw = readFileSync(join(REPO_DIR, 'test', 'fixtures', 'asset-track.json'))
+const text = raw.toString()
 const record = JSON.parse(text)
-const messages = Array.from({ length: BATCH }, (_, i) => toMessage(record, text, { clientId: 'bench', requestId: `req-${i}`, receivedAt: new Date().toISOString(), tenantKey: 'bench' }))
-const args = { acks: -1, timeout: 30000, producerId: 1234, producerEpoch: 0, topicData: [{ topic: 'asset.telemetry.v1', partitions: [{ partition: 3, firstSequence: 1000, messages }] }] }
-const variants = { kafkajs: kafkajsProduce, gateway: fastProduce(kafkajsProduce, Encoder) }
+const receipt = i => ({ clientId: 'bench', requestId: `req-${i}`, receivedAt: new Date().toISOString(), tenantKey: 'bench' })
+const batch = messages => ({ acks: -1, timeout: 30000, producerId: 1234, producerEpoch: 0, topicData: [{ topic: 'asset.telemetry.v1', partitions: [{ partition: 3, firstSequence: 1000, messages }] }] })
+const args = batch(Array.from({ length: BATCH }, (_, i) => toMessage(record, text, receipt(i))))
+const splicedArgs = batch(Array.from({ length: BATCH }, (_, i) => spliceMessage(record.asset_id, raw, receipt(i))))
+const gateway = fastProduce(kafkajsProduce, Encoder)
+const variants = { kafkajs: [kafkajsProduce, args], gateway: [gateway, args], spliced: [gateway, splicedArgs] }
 
 const usPerRecord = {}
 for (const name of Object.keys(variants)) usPerRecord[name] = []
 for (let round = 0; round < ROUNDS; round++) {
-  for (const [name, build] of Object.entries(variants)) {
+  for (const [name, [build, args]] of Object.entries(variants)) {
     const c0 = process.cpuUsage()
     const end = performance.now() + SECONDS * 1000
     let records = 0
@@ -44,7 +49,7 @@ for (let round = 0; round < ROUNDS; round++) {
     usPerRecord[name].push((c.user + c.system) / records)
   }
 }
-const bytes = (await variants.gateway(args).encode()).buffer.length
+const bytes = (await gateway(args).encode()).buffer.length
 console.log(`Produce request encoding, ${BATCH} telemetry records per batch (${bytes} B per request), ${ROUNDS} rounds × ${SECONDS} s, CPU µs per record:`)
 for (const [name, list] of Object.entries(usPerRecord)) console.log(`  ${name.padEnd(8)} ${median(list).toFixed(2).padStart(7)} µs (rounds: ${list.map(v => v.toFixed(2)).join(' ')})`)
 console.log(`  ratio    ${(median(usPerRecord.kafkajs) / median(usPerRecord.gateway)).toFixed(1)}×`)
