@@ -36,6 +36,8 @@ const record = (i: number) => ({
   headers: { 'x-request-id': `req-${i}`, 'client-id': 'fleet-1', schema: 'asset-tracking-data@1', 'message-id': `fleet-1/req-${i}` }
 })
 
+const onePartition = (messages: object[]): object => ({ acks: -1, timeout: 30000, topicData: [{ topic: 'x', partitions: [{ partition: 0, messages }] }] })
+
 const cases: Array<[string, unknown]> = [
   ['one record, no producer id', { acks: -1, timeout: 30000, topicData: [{ topic: 'asset.telemetry.v1', partitions: [{ partition: 0, messages: [record(1)] }] }] }],
   ['idempotent: producer id as a Long, epoch, first sequence', {
@@ -57,36 +59,16 @@ const cases: Array<[string, unknown]> = [
       { topic: 'b.ü', partitions: [{ partition: 1, messages: [record(6)] }] }
     ]
   }],
-  ['short strings ASCII or not, at and past the length copied in JavaScript', {
-    acks: -1,
-    timeout: 30000,
-    topicData: [{
-      topic: 'x',
-      partitions: [{
-        partition: 0,
-        messages: [
-          { key: 'ké', value: 'ü', headers: { 'é': '✓', [`h${'a'.repeat(63)}`]: 'b'.repeat(64), ['c'.repeat(65)]: 'd'.repeat(65), emoji: '😀', ctl: '\u0000\u007f' } },
-          { key: 'k'.repeat(64), value: '\u0080', headers: { lone: '\ud800' } }
-        ]
-      }]
-    }]
-  }],
-  ['null and missing keys, Buffer values, empty value, no headers, Buffer header values', {
-    acks: -1,
-    timeout: 30000,
-    topicData: [{
-      topic: 'x',
-      partitions: [{
-        partition: 0,
-        messages: [
-          { key: null, value: 'v' },
-          { value: Buffer.from([0, 1, 2, 255]) },
-          { key: Buffer.from('k'), value: '', headers: {} },
-          { key: 'k', value: null, headers: { bin: Buffer.from([9, 9]), empty: '' } }
-        ]
-      }]
-    }]
-  }]
+  ['short strings ASCII or not, at and past the length copied in JavaScript', onePartition([
+    { key: 'ké', value: 'ü', headers: { 'é': '✓', [`h${'a'.repeat(63)}`]: 'b'.repeat(64), ['c'.repeat(65)]: 'd'.repeat(65), emoji: '😀', ctl: '\u0000\u007f' } },
+    { key: 'k'.repeat(64), value: '\u0080', headers: { lone: '\ud800' } }
+  ])],
+  ['null and missing keys, Buffer values, empty value, no headers, Buffer header values', onePartition([
+    { key: null, value: 'v' },
+    { value: Buffer.from([0, 1, 2, 255]) },
+    { key: Buffer.from('k'), value: '', headers: {} },
+    { key: 'k', value: null, headers: { bin: Buffer.from([9, 9]), empty: '' } }
+  ])]
 ]
 
 t.test('the request body is byte for byte the one kafkajs encodes', async t => {
