@@ -1,27 +1,20 @@
-import { Counter, Histogram, type Registry } from 'prom-client'
+import { Counter, type Registry } from 'prom-client'
 import type { CutReason } from './intake.js'
-
-interface Series { duration: { observe(v: number): void }, count: { inc(): void } }
+import { RequestMetrics } from './request-metrics.js'
 
 /** The metrics of one HttpServer, named after it: requests by route and status, and the drain. */
 export class ServerMetrics {
-  private readonly duration: Histogram<'method' | 'route' | 'status'>
-  private readonly count: Counter<'method' | 'route' | 'status'>
+  private readonly requests: RequestMetrics
   private readonly drainedBytes: Counter
   private readonly drainsCut: Counter<'reason'>
-  /** Children per method/route/status: prom-client hashes a label object on every call otherwise. */
-  private readonly series = new Map<string, Series>()
 
   constructor (name: string, registry: Registry) {
-    const labelNames = ['method', 'route', 'status'] as const
-    this.duration = new Histogram({
-      name: `${name}_http_request_duration_seconds`,
-      help: `Latency of ${name} requests by route`,
-      labelNames,
-      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10],
-      registers: [registry]
-    })
-    this.count = new Counter({ name: `${name}_http_requests_total`, help: `Requests to ${name} by route and status`, labelNames, registers: [registry] })
+    this.requests = new RequestMetrics(
+      { histogram: `${name}_http_request_duration_seconds`, counter: `${name}_http_requests_total` },
+      [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10],
+      { histogram: `Latency of ${name} requests by route`, counter: `Requests to ${name} by route and status` },
+      registry
+    )
     this.drainedBytes = new Counter({
       name: `${name}_http_drained_bytes_total`,
       help: 'Request body bytes read and discarded so that an answer given before the end of the body reaches the client',
@@ -36,15 +29,7 @@ export class ServerMetrics {
   }
 
   request (method: string, route: string, status: number, seconds: number): void {
-    const key = `${method} ${status} ${route}`
-    let series = this.series.get(key)
-    if (!series) {
-      const labels = { method, route, status: String(status) }
-      series = { duration: this.duration.labels(labels), count: this.count.labels(labels) }
-      this.series.set(key, series)
-    }
-    series.duration.observe(seconds)
-    series.count.inc()
+    this.requests.observe(method, route, status, seconds)
   }
 
   drained (bytes: number): void {
