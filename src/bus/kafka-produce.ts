@@ -1,5 +1,6 @@
 import { createRequire } from 'node:module'
 import { crc32c } from './crc32c.js'
+import { FRAME_HEADROOM, framed, framedWriteEncoder, type EncoderLike, type WriteEncoder } from './kafka-frame.js'
 import type { Splice } from './types.js'
 
 /**
@@ -51,20 +52,6 @@ interface ProduceArgs {
   topicData: TopicData[]
 }
 
-interface EncoderLike { buf: Buffer, offset: number, [FRAME]?: Frame | undefined }
-
-/**
- * Where an encoder's bytes sit in a larger buffer whose bytes before
- * `start` are free. kafkajs frames a request by copying its body into a
- * new encoder after the header, then that into another after the size,
- * each zero-filled and grown by doubling: two copies of a 100 KB batch and
- * 256 KB of fresh memory per send. An encoder with a frame instead gets
- * the header written into the free bytes just before it (framedWriteEncoder).
- */
-const FRAME = Symbol('frame')
-interface Frame { full: Buffer, start: number }
-/** Room for kafkajs's frame: size, API key and version, correlation id and the client id (up to 242 bytes of it). */
-const FRAME_HEADROOM = 256
 type ProduceRequest = { encode: () => Promise<EncoderLike> } & Record<string, unknown>
 type ProduceV3 = (args: ProduceArgs) => ProduceRequest
 
@@ -176,15 +163,15 @@ class Writer {
 }
 
 const bytesOrNull = (v: unknown): boolean => v === null || v === undefined || typeof v === 'string' || Buffer.isBuffer(v)
-const isSplice = (v: unknown): v is Splice => {
+const validSplice = (v: unknown): v is Splice => {
   const s = v as Partial<Splice> | null
   return typeof s === 'object' && s !== null && Buffer.isBuffer(s.bytes) && typeof s.tail === 'string' && Number.isInteger(s.end) && s.end! >= 0 && s.end! <= s.bytes.length
 }
-const valueOrNull = (v: unknown): boolean => bytesOrNull(v) || isSplice(v)
+const valueOrNull = (v: unknown): boolean => bytesOrNull(v) || validSplice(v)
 
 /** `args` with every Splice joined, for kafkajs's own encoder. */
 function joinedValues (args: ProduceArgs): ProduceArgs {
-  const join = (m: Message): Message => isSplice(m.value) ? { ...m, value: m.value.bytes.toString('utf8', 0, m.value.end) + m.value.tail } : m
+  const join = (m: Message): Message => validSplice(m.value) ? { ...m, value: m.value.bytes.toString('utf8', 0, m.value.end) + m.value.tail } : m
   return { ...args, topicData: args.topicData.map(t => ({ ...t, partitions: t.partitions.map(p => ({ ...p, messages: p.messages.map(join) })) })) }
 }
 
@@ -216,7 +203,7 @@ function covered (args: ProduceArgs): boolean {
 
 /**
  * The request body kafkajs's v3 `encode()` would produce, in one buffer,
- * after `headroom` bytes left free for the request's frame (see FRAME).
+ * after `headroom` bytes left free for the request's frame (kafka-frame.ts).
  */
 export function encodeProduceBody (args: ProduceArgs, now = Date.now(), headroom = 0): Buffer {
   const transactionalId = args.transactionalId ?? null
@@ -305,38 +292,9 @@ export function fastProduce (original: ProduceV3, Encoder: new () => EncoderLike
     return {
       ...request,
       encode: async () => {
-        const encoder = new Encoder()
-        const full = encodeProduceBody(args, Date.now(), FRAME_HEADROOM)
-        encoder.buf = full.subarray(FRAME_HEADROOM)
-        encoder.offset = encoder.buf.length
-        encoder[FRAME] = { full, start: FRAME_HEADROOM }
-        return encoder
+        return framed(new Encoder(), encodeProduceBody(args, Date.now(), FRAME_HEADROOM), FRAME_HEADROOM)
       }
     }
-  }
-}
-
-type WriteEncoder = (this: EncoderLike, value: EncoderLike) => EncoderLike
-
-/**
- * kafkajs's `Encoder#writeEncoder`, which appends `value`'s bytes, except
- * when `value` has a frame with room for what this encoder holds: then those
- * bytes go into the room before `value`'s, and this encoder becomes a view of
- * both, copying nothing of `value`. The frame passes to this encoder (for
- * the next level of framing) and leaves `value`, so no two encoders write
- * into the same room.
- */
-export function framedWriteEncoder (original: WriteEncoder): WriteEncoder {
-  return function (this: EncoderLike, value: EncoderLike): EncoderLike {
-    const frame = value?.[FRAME]
-    if (frame === undefined || this.offset > frame.start) return original.call(this, value)
-    const start = frame.start - this.offset
-    this.buf.copy(frame.full, start, 0, this.offset)
-    this.buf = frame.full.subarray(start, frame.start + value.offset)
-    this.offset = this.buf.length
-    this[FRAME] = { full: frame.full, start }
-    value[FRAME] = undefined
-    return this
   }
 }
 
@@ -345,8 +303,10 @@ let installed: boolean | undefined
 /**
  * Puts fastProduce in kafkajs's module cache in place of its v3 Produce
  * request, which v4 to v7 build on. kafkajs loads its request versions on
- * first use, so this works as long as it runs before the first send. Only
- * for the kafkajs version it was checked against; false otherwise.
+ * first use, so this works as long as it runs before the first send. And
+ * patches kafkajs's Encoder so that a request is framed around our body
+ * without copying it (kafka-frame.ts). Only for the kafkajs version it was
+ * checked against; false otherwise.
  */
 export function installFastProduce (): boolean {
   if (installed !== undefined) return installed
