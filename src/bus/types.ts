@@ -11,7 +11,7 @@ export interface BusMessage {
  * bytes of `bytes` (UTF-8), then `tail`. It lets a record go out as it
  * came, with members added at its end, without a buffer of its own: a new
  * one per record brought on full collections (bench/README.md, "2026-11-24,
- * session").
+ * third").
  */
 export interface Splice {
   bytes: Buffer
