@@ -1,7 +1,7 @@
 import { createRequire } from 'node:module'
 import { crc32c } from './crc32c.js'
 import { FRAME_HEADROOM, framed, framedWriteEncoder, type EncoderLike, type WriteEncoder } from './kafka-frame.js'
-import type { Splice } from './types.js'
+import { spliceText, type Splice } from './types.js'
 
 /**
  * A faster encoding of kafkajs's Produce request (API versions 3 to 7, which
@@ -171,7 +171,7 @@ const valueOrNull = (v: unknown): boolean => bytesOrNull(v) || validSplice(v)
 
 /** `args` with every Splice joined, for kafkajs's own encoder. */
 function joinedValues (args: ProduceArgs): ProduceArgs {
-  const join = (m: Message): Message => validSplice(m.value) ? { ...m, value: m.value.bytes.toString('utf8', 0, m.value.end) + m.value.tail } : m
+  const join = (m: Message): Message => validSplice(m.value) ? { ...m, value: spliceText(m.value) } : m
   return { ...args, topicData: args.topicData.map(t => ({ ...t, partitions: t.partitions.map(p => ({ ...p, messages: p.messages.map(join) })) })) }
 }
 

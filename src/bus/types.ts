@@ -30,11 +30,16 @@ export function isSplice (value: OutgoingMessage['value']): value is Splice {
   return typeof value === 'object' && !Buffer.isBuffer(value)
 }
 
+/** A Splice's value in one piece, as text. */
+export function spliceText ({ bytes, end, tail }: Splice): string {
+  return bytes.toString('utf8', 0, end) + tail
+}
+
 /** The message with its value in one piece, for what cannot write a Splice. */
 export function joined (message: OutgoingMessage): BusMessage {
   const { value } = message
   if (!isSplice(value)) return message as BusMessage
-  return { key: message.key, value: value.bytes.toString('utf8', 0, value.end) + value.tail, headers: message.headers }
+  return { key: message.key, value: spliceText(value), headers: message.headers }
 }
 
 export interface StoredMessage extends BusMessage {
