@@ -6,13 +6,14 @@
 // temp dir under LMDB_COMMIT_DIR (default: the OS temp dir, like the bench's
 // DATA_DIR), removed at the end.
 //
-//   node bench/lmdb-commit.mjs
+//   npm run build && node bench/lmdb-commit.mjs
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { open } from 'lmdb'
 import { REPO_DIR } from './lib/paths.mjs'
 import { quantile } from './lib/stats.mjs'
+import { STATE_OPTIONS } from '../dist/state/lmdb.js'
 
 const num = (name, def) => (process.env[name] ? Number(process.env[name]) : def)
 const BATCHES = num('LMDB_COMMIT_BATCHES', 1000)
@@ -21,7 +22,7 @@ const RECORDS = num('LMDB_COMMIT_RECORDS', 50)
 const value = readFileSync(join(REPO_DIR, 'test', 'fixtures', 'asset-track.json'), 'utf8')
 const dir = mkdtempSync(join(process.env.LMDB_COMMIT_DIR ?? tmpdir(), 'lmdb-commit-'))
 try {
-  const env = open({ path: join(dir, 'state.lmdb'), maxDbs: 32, mapSize: 16 * 1024 ** 3, compression: false })
+  const env = open({ path: join(dir, 'state.lmdb'), ...STATE_OPTIONS })
   const db = env.openDB({ name: 'bus-log-v2' })
   const batch = Array.from({ length: RECORDS }, (_, i) => ({ key: `k${i}`, value, headers: { 'x-request-id': `r${i}` } }))
   const times = []

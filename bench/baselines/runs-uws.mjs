@@ -54,10 +54,11 @@ const TOPIC = 'harness.runs.v1'
 let state, runsDb, eventsDb, busDb, indexDb, ownersDb
 if (mode === 'lmdb-put' || mode === 'lmdb-run') {
   const { open } = await import('lmdb')
+  const { STATE_OPTIONS } = await import('../../dist/state/lmdb.js')
   const dataDir = process.env.DATA_DIR
   if (!dataDir) { process.stderr.write('runs-uws: DATA_DIR is required in the lmdb modes\n'); process.exit(2) }
   mkdirSync(dataDir, { recursive: true })
-  state = open({ path: join(dataDir, 'state.lmdb'), maxDbs: 32, mapSize: 16 * 1024 ** 3, compression: false })
+  state = open({ path: join(dataDir, 'state.lmdb'), ...STATE_OPTIONS })
   runsDb = state.openDB({ name: 'runs-v3', encoding: 'string' })
   eventsDb = state.openDB({ name: 'run-events-v3', encoding: 'string' })
   busDb = state.openDB({ name: 'bus-log-v2' })

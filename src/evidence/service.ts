@@ -165,10 +165,6 @@ export class EvidenceService {
         this.idempotency.completeInTransaction(claimKey!, ack)
         return this.outbox.enqueueInTransaction(this.config.topicEvidence, message)
       })
-      // A commit survives a crash of this process; the 202 also waits until it
-      // is on disk, so a power loss cannot drop an event the client was told
-      // is accepted (and will not resend). An upload dwarfs the extra wait.
-      await this.state.flushed
       const done = claimKey
       claimKey = undefined
       // With the bus up, a 202 means the envelope is on it (Kafka: acks=all);
