@@ -101,7 +101,7 @@ export function toMessage (record: AssetTrackingData, text: string, receipt: Rec
     const value = JSON.stringify({ ...record, client_id: receipt.clientId, received_at: receipt.receivedAt, request_id: receipt.requestId })
     return message(record.asset_id, value, receipt)
   }
-  return spliceText(record.asset_id, text, receipt)
+  return textMessage(record.asset_id, text, receipt)
 }
 
 /**
@@ -114,11 +114,11 @@ export function toMessage (record: AssetTrackingData, text: string, receipt: Rec
  * replacement characters JSON.parse saw.
  */
 export function spliceMessage (assetId: string, raw: Buffer, receipt: Receipt): OutgoingMessage {
-  if (!isUtf8(raw)) return spliceText(assetId, raw.toString(), receipt)
+  if (!isUtf8(raw)) return textMessage(assetId, raw.toString(), receipt)
   return message(assetId, { bytes: raw, end: raw.lastIndexOf(CLOSE_OBJECT), tail: addedMembers(receipt) }, receipt)
 }
 
-function spliceText (assetId: string, text: string, receipt: Receipt): BusMessage {
+function textMessage (assetId: string, text: string, receipt: Receipt): BusMessage {
   return message(assetId, text.slice(0, text.lastIndexOf('}')) + addedMembers(receipt), receipt)
 }
 

@@ -1,5 +1,4 @@
-import { BYTE_FORMATS } from './byte-formats.js'
-import type { ByteFormat } from './byte-formats.js'
+import { BYTE_FORMATS, type ByteFormat } from './byte-formats.js'
 
 /**
  * A JSON Schema compiled for the byte walk (byte-check.ts). Only the
