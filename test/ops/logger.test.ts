@@ -1,4 +1,4 @@
-import { openSync, readFileSync } from 'node:fs'
+import fs, { openSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'
 import { createLogger } from '../../src/ops/index.js'
@@ -46,4 +46,21 @@ t.test('lines with characters beyond ASCII arrive whole, in a burst that fills s
   const seen = lines(file)
   t.equal(seen.length, 2_000)
   t.ok(seen.every((l, i) => l['i'] === i && l['text'] === text))
+})
+
+t.test('a burst of access-log lines leaves in a few large writes, not one per few lines', async t => {
+  const { file, fd } = logTo(t)
+  const { log, flush } = createLogger('info', fd)
+  const write = fs.write
+  let writes = 0
+  fs.write = ((...args: Parameters<typeof fs.write>) => {
+    if (args[0] === fd) writes++
+    return (write as (...a: unknown[]) => void)(...args)
+  }) as typeof fs.write
+  t.teardown(() => { fs.write = write })
+  // About 200 KB, logged in one turn as a loaded process logs its requests.
+  for (let i = 0; i < 1_500; i++) log.info({ reqId: `req-${i}`, method: 'POST', route: '/v1/asset/track', status: 200, ms: 1.23 }, 'request')
+  await flush()
+  t.equal(lines(file).length, 1_500)
+  t.ok(writes <= 6, `${writes} writes for 1,500 lines`)
 })
