@@ -174,9 +174,24 @@ export class MicroBatcher {
     }
     this.inFlight.splice(this.inFlight.indexOf(batch), 1)
     this.inFlightRecords -= batch.length
-    // Records that queued behind this batch have waited long enough already.
-    if (this.queue.length > 0) this.flush()
+    if (this.queue.length > 0) this.next()
     else if (this.inFlight.length === 0) this.disarmDeadline()
+  }
+
+  /**
+   * What queued behind an acknowledged batch. With one batch in flight (a
+   * Kafka producer), it leaves once it is a full batch or its oldest record
+   * has lingered `lingerMs`, as `linger.ms` has it: sent at once after each
+   * acknowledgment, a batch at a moderate rate carried a dozen records, and
+   * a send's fixed cost (mostly the socket write) was shared by that few.
+   * With several in flight (the local bus, whose wait is the disk's flush),
+   * the freed slot takes it at once: the window already gathered it.
+   */
+  private next (): void {
+    if (this.maxInFlight > 1 || this.queue.length >= this.options.maxBatch) return this.flush()
+    const wait = this.queue[0]!.deadline - this.options.timeoutMs + this.options.lingerMs - Date.now()
+    if (wait <= 0) return this.flush()
+    this.lingerTimer ??= setTimeout(() => this.flush(), wait)
   }
 
   private armDeadline (deadline: number): void {
