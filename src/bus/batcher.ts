@@ -37,6 +37,11 @@ export type Settled<T> = (token: T, err: GatewayError | undefined, message: Outg
 
 interface Entry {
   message: OutgoingMessage
+  /**
+   * On `performance.now()`'s clock, as is every time here: deadlines and
+   * lingers are durations, and a wall clock set back (NTP, an operator)
+   * would stretch them by the step.
+   */
   deadline: number
   settled: boolean
   token: unknown
@@ -113,7 +118,7 @@ export class MicroBatcher {
   }
 
   private enqueue (message: OutgoingMessage, token: unknown, done: Settled<any>): void {
-    const entry: Entry = { message, deadline: Date.now() + this.options.timeoutMs, settled: false, token, done }
+    const entry: Entry = { message, deadline: performance.now() + this.options.timeoutMs, settled: false, token, done }
     this.queue.push(entry)
     this.armDeadline(entry.deadline)
     if (this.full) return
@@ -189,7 +194,7 @@ export class MicroBatcher {
    */
   private next (): void {
     if (this.maxInFlight > 1 || this.queue.length >= this.options.maxBatch) return this.flush()
-    const wait = this.queue[0]!.deadline - this.options.timeoutMs + this.options.lingerMs - Date.now()
+    const wait = this.queue[0]!.deadline - this.options.timeoutMs + this.options.lingerMs - performance.now()
     if (wait <= 0) return this.flush()
     this.lingerTimer ??= setTimeout(() => this.flush(), wait)
   }
@@ -198,7 +203,7 @@ export class MicroBatcher {
     if (deadline >= this.deadlineAt) return
     clearTimeout(this.deadlineTimer)
     this.deadlineAt = deadline
-    this.deadlineTimer = setTimeout(() => this.expire(), Math.max(0, deadline - Date.now()))
+    this.deadlineTimer = setTimeout(() => this.expire(), Math.max(0, deadline - performance.now()))
   }
 
   private disarmDeadline (): void {
@@ -209,7 +214,7 @@ export class MicroBatcher {
   /** Fails every record past its deadline, in flight or queued; the oldest come first. */
   private expire (): void {
     this.deadlineAt = Infinity
-    const now = Date.now()
+    const now = performance.now()
     const timeout = publishFailed(`no acknowledgment within ${this.options.timeoutMs} ms`)
     for (const batch of this.inFlight) {
       for (const e of batch) {

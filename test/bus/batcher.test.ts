@@ -119,7 +119,7 @@ t.test('push: no promise; failed gets each refused, failed or timed-out record o
 
 t.test('a publish never acknowledged fails its records at their deadline, not before', async t => {
   // Faked timers and clock: the deadline is crossed by a tick, not waited out.
-  const clock = FakeTimers.install({ toFake: ['setTimeout', 'clearTimeout', 'Date'] })
+  const clock = FakeTimers.install({ toFake: ['setTimeout', 'clearTimeout', 'Date', 'performance'] })
   t.teardown(() => clock.uninstall())
   const stuck = batcher({ timeoutMs: 20, publish: () => new Promise(() => {}) })
   const timedOut: string[] = []
@@ -181,7 +181,7 @@ t.test('submit: one shared function told once per record, with its token; a refu
   t.same(told.slice(1), [[1, 'publish_failed'], [2, 'publish_failed']], 'each failed record told once; the refused one never')
 
   // Faked timers: the deadline is crossed, and then far passed, by ticks rather than a sleep.
-  const clock = FakeTimers.install({ toFake: ['setTimeout', 'clearTimeout', 'Date'] })
+  const clock = FakeTimers.install({ toFake: ['setTimeout', 'clearTimeout', 'Date', 'performance'] })
   t.teardown(() => clock.uninstall())
   const stuck = batcher({ timeoutMs: 20, publish: () => new Promise(() => {}) })
   const timedOut: Array<[number, string | undefined]> = []
@@ -216,7 +216,7 @@ t.test('maxInFlight: a timeout fails the records of every batch in flight', asyn
 })
 
 t.test('one in flight: what queued behind it leaves when full or when its oldest has lingered, not at the acknowledgment', async t => {
-  const clock = FakeTimers.install({ toFake: ['setTimeout', 'clearTimeout', 'Date'] })
+  const clock = FakeTimers.install({ toFake: ['setTimeout', 'clearTimeout', 'Date', 'performance'] })
   t.teardown(() => clock.uninstall())
   const sends: Array<{ values: string[], at: number, ack: () => void }> = []
   const b = batcher({ maxBatch: 4, lingerMs: 5, publish: messages => new Promise(resolve => { sends.push({ values: messages.map(m => m.value as string), at: Date.now(), ack: resolve }) }) })
@@ -247,7 +247,7 @@ t.test('one in flight: what queued behind it leaves when full or when its oldest
 })
 
 t.test('several in flight: a freed slot takes what queued at once', async t => {
-  const clock = FakeTimers.install({ toFake: ['setTimeout', 'clearTimeout', 'Date'] })
+  const clock = FakeTimers.install({ toFake: ['setTimeout', 'clearTimeout', 'Date', 'performance'] })
   t.teardown(() => clock.uninstall())
   const sends: Array<{ values: string[], ack: () => void }> = []
   const b = batcher({ maxBatch: 2, lingerMs: 5, maxInFlight: 2, publish: messages => new Promise(resolve => { sends.push({ values: messages.map(m => m.value as string), ack: resolve }) }) })
@@ -257,4 +257,21 @@ t.test('several in flight: a freed slot takes what queued at once', async t => {
   sends[0]!.ack()
   await clock.tickAsync(0)
   t.same(sends.map(s => s.values), [['0', '1'], ['2', '3'], ['4']], 'no linger behind a full window')
+})
+
+t.test('a wall clock stepped back stretches neither a linger nor a deadline', async t => {
+  const clock = FakeTimers.install({ toFake: ['setTimeout', 'clearTimeout', 'Date', 'performance'] })
+  t.teardown(() => clock.uninstall())
+  const sends: Array<{ values: string[], ack: () => void }> = []
+  const failed: string[] = []
+  const b = batcher({ maxBatch: 10, lingerMs: 5, timeoutMs: 100, publish: messages => new Promise(resolve => { sends.push({ values: messages.map(m => m.value as string), ack: resolve }) }) })
+  b.push(msg(0), (_err, m) => { failed.push(m.value as string) })
+  await clock.tickAsync(5)
+  b.push(msg(1), (_err, m) => { failed.push(m.value as string) })
+  clock.setSystemTime(Date.now() - 60_000)
+  sends[0]!.ack()
+  await clock.tickAsync(5)
+  t.same(sends.map(s => s.values), [['0'], ['1']], 'the queued batch left after its linger')
+  await clock.tickAsync(95)
+  t.same(failed, ['1'], 'the unacknowledged one failed at its deadline')
 })
