@@ -36,7 +36,7 @@ export class KafkaSubscription implements Subscription {
     let timer: NodeJS.Timeout | undefined
     const late = new Promise<false>(resolve => { timer = setTimeout(() => resolve(false), timeoutMs) })
     try {
-      return await Promise.race([this.compare(Date.now() + timeoutMs), late])
+      return await Promise.race([this.compare(performance.now() + timeoutMs), late])
     } finally {
       clearTimeout(timer)
     }
@@ -50,7 +50,7 @@ export class KafkaSubscription implements Subscription {
         const [committed] = await this.admin.fetchOffsets({ groupId: this.options.group, topics: [this.topic] })
         const at = new Map((committed?.partitions ?? []).map(p => [p.partition, BigInt(p.offset)]))
         if (ends.every(p => BigInt(p.high) === BigInt(p.low) || (at.get(p.partition) ?? -1n) >= BigInt(p.high))) return true
-        if (Date.now() + CATCH_UP_POLL_MS > deadline) return false
+        if (performance.now() + CATCH_UP_POLL_MS > deadline) return false
         await new Promise(resolve => setTimeout(resolve, CATCH_UP_POLL_MS))
       }
     } catch (err) {

@@ -91,11 +91,11 @@ export class Outbox {
    * the entry's removal is looked for too.
    */
   async published (key: Key, maxMs: number): Promise<boolean> {
-    const deadline = Date.now() + maxMs
+    const deadline = performance.now() + maxMs
     const failures = this.failures
     this.notify()
     while (this.db.doesExist(key)) {
-      if (this.bus.unavailable() !== undefined || this.failures !== failures || Date.now() >= deadline) return false
+      if (this.bus.unavailable() !== undefined || this.failures !== failures || performance.now() >= deadline) return false
       await new Promise<void>(resolve => {
         const timer = setTimeout(done, PUBLISHED_POLL_MS)
         this.stepped.add(done)

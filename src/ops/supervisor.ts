@@ -67,7 +67,7 @@ export async function supervise (options: SupervisorOptions): Promise<number> {
       // The slot number names the worker in logs and in per-worker series across restarts.
       const worker = cluster.fork({ PORT: String(ports.port), HARNESS_PORT: String(ports.harnessPort), GATEWAY_WORKER_SLOT: String(slot.index + 1) })
       slot.worker = worker
-      slot.startedAt = Date.now()
+      slot.startedAt = performance.now()
       worker.on('message', (message: ToSupervisor) => onMessage(slot, worker, message))
       worker.once('exit', (code: number | null, signal: NodeJS.Signals | null) => onExit(slot, worker, code, signal))
     }
@@ -117,7 +117,7 @@ export async function supervise (options: SupervisorOptions): Promise<number> {
         stop(null)
         return
       }
-      slot.deaths = Date.now() - slot.startedAt >= HEALTHY_AFTER_MS ? 1 : slot.deaths + 1
+      slot.deaths = performance.now() - slot.startedAt >= HEALTHY_AFTER_MS ? 1 : slot.deaths + 1
       const delayMs = Math.min(RESTART_MAX_MS, RESTART_MIN_MS * 2 ** (slot.deaths - 1))
       restarts.inc()
       log.error({ worker: slot.index + 1, pid: worker.process.pid, code, signal, restartInMs: delayMs }, 'worker died')

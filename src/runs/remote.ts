@@ -92,12 +92,12 @@ export class RemoteRuns {
    */
   async cancel (record: RunRecord): Promise<RunRecord | undefined> {
     const { store } = this.options
-    const deadline = Date.now() + CANCEL_WAIT_MS
-    let sentAt = 0
-    while (Date.now() < deadline) {
+    const deadline = performance.now() + CANCEL_WAIT_MS
+    let sentAt = -Infinity
+    while (performance.now() < deadline) {
       if (store.logEnd(record.run_id).terminal) return store.get(record.run_id)
-      if (Date.now() - sentAt >= CANCEL_RESEND_MS) {
-        sentAt = Date.now()
+      if (performance.now() - sentAt >= CANCEL_RESEND_MS) {
+        sentAt = performance.now()
         await this.requestCancel(record)
       }
       await new Promise(resolve => setTimeout(resolve, END_POLL_MS))

@@ -42,7 +42,7 @@ export class SseStream {
     })
     ctx.onAbort(() => this.close(false))
     this.heartbeat = setInterval(() => {
-      if (this.buffered > 0 && Date.now() - this.backedUpAt >= 2 * heartbeatMs) this.overflow()
+      if (this.buffered > 0 && performance.now() - this.backedUpAt >= 2 * heartbeatMs) this.overflow()
       else this.send(': heartbeat\n\n')
     }, heartbeatMs)
   }
@@ -92,7 +92,7 @@ export class SseStream {
   private send (text: string): boolean {
     if (this.closed) return false
     if (this.ctx.write(text)) return true
-    if (this.buffered === 0) this.backedUpAt = Date.now()
+    if (this.buffered === 0) this.backedUpAt = performance.now()
     this.buffered += text.length
     if (this.buffered > this.maxBuffered) this.overflow()
     return false

@@ -68,12 +68,12 @@ export class MultipartSweeper {
         this.failures.delete(id)
         await this.journal.remove(id)
       } else {
-        this.failures.set(id, { count: this.failures.get(id)?.count ?? 0, dueAt: Date.now() + this.intervalMs })
+        this.failures.set(id, { count: this.failures.get(id)?.count ?? 0, dueAt: performance.now() + this.intervalMs })
       }
     } catch (err) {
       const count = (this.failures.get(id)?.count ?? 0) + 1
       const delay = Math.min(FIRST_RETRY_MS * 2 ** (count - 1), this.intervalMs)
-      this.failures.set(id, { count, dueAt: Date.now() + delay })
+      this.failures.set(id, { count, dueAt: performance.now() + delay })
       this.schedule(delay)
       throw err
     }
@@ -92,7 +92,7 @@ export class MultipartSweeper {
   private async sweep (): Promise<void> {
     for (const { id, entry } of this.journal.pending()) {
       if (this.stopped) return
-      if ((this.failures.get(id)?.dueAt ?? 0) > Date.now() || this.resolving.has(id)) continue
+      if ((this.failures.get(id)?.dueAt ?? 0) > performance.now() || this.resolving.has(id)) continue
       this.abortsRetried++
       await this.abort(id).then(
         () => this.log?.info({ bucket: entry.bucket, key: entry.key, incarnation: entry.incarnation }, 'swept a recorded multipart upload'),
@@ -101,7 +101,7 @@ export class MultipartSweeper {
   }
 
   private schedule (delayMs: number): void {
-    const at = Date.now() + delayMs
+    const at = performance.now() + delayMs
     if (this.stopped || (this.timer !== undefined && this.timerAt <= at)) return
     clearTimeout(this.timer)
     this.timerAt = at
@@ -123,7 +123,7 @@ export class MultipartSweeper {
   /** Until the earliest retry that is due, or the interval. */
   private nextDelay (): number {
     let next = this.intervalMs
-    for (const { dueAt } of this.failures.values()) next = Math.min(next, Math.max(0, dueAt - Date.now()))
+    for (const { dueAt } of this.failures.values()) next = Math.min(next, Math.max(0, dueAt - performance.now()))
     return next
   }
 }

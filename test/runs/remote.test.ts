@@ -53,3 +53,25 @@ t.test('a stop with no takeover under way does not wait for one', async t => {
   await clock.tickAsync(10_000)
   t.same(steps, ['control stopped'], 'stopped at once, and no takeover starts after it')
 })
+
+t.test('a cancel waits out its time even when the wall clock jumps forward meanwhile', async t => {
+  // Only the wall clock is faked: the wait's own timers run for real.
+  const clock = FakeTimers.install({ toFake: ['Date'], now: Date.now() })
+  t.teardown(() => clock.uninstall())
+  let ended = false
+  const record = { run_id: 'run-elsewhere', tenant_id: 'tenant-a' }
+  const sent: string[] = []
+  const options = {
+    store: { logEnd: () => ({ id: 3, terminal: ended }), get: () => ({ ...record, status: 'cancelled' }) },
+    bus: { publish: async (_topic: string, messages: Array<{ value: string }>) => { sent.push(messages[0]!.value) } },
+    controlTopic: 'control',
+    log: pino({ level: 'silent' })
+  } as unknown as RemoteOptions
+  const cancelled = new RemoteRuns(options).cancel(record as never)
+  await new Promise(resolve => setImmediate(resolve))
+  t.equal(sent.length, 1, 'the request is sent at once')
+  clock.setSystemTime(Date.now() + 3_600_000)
+  await new Promise(resolve => setTimeout(resolve, 120))
+  ended = true
+  t.match(await cancelled, { run_id: 'run-elsewhere', status: 'cancelled' }, 'the end that came after the jump is answered')
+})
