@@ -44,7 +44,8 @@ export class Credentials {
   constructor (private readonly clients: ClientRegistry, private readonly options: CredentialsOptions) {
     this.pool = options.hasher ?? new ScryptPool({ threads: options.threads, queue: options.queue })
     this.cacheSize = options.cacheSize ?? 10_000
-    this.now = options.now ?? Date.now
+    // A TTL is a duration, so a clock that steps neither stretches nor cuts it.
+    this.now = options.now ?? (() => performance.now())
   }
 
   async start (clientsFile: string | undefined, log: Logger): Promise<void> {

@@ -12,7 +12,8 @@ export class FailureLimiter {
     private readonly maxFailures: number,
     private readonly windowMs: number,
     private readonly maxKeys = 100_000,
-    private readonly now: () => number = Date.now
+    // A window is a duration: on the wall clock, a step back would stretch a lockout by the step.
+    private readonly now: () => number = () => performance.now()
   ) {}
 
   /** Seconds until `key` may try again, or 0 when it may now. */

@@ -1,4 +1,5 @@
 import t from 'tap'
+import FakeTimers from '@sinonjs/fake-timers'
 import { LoginThrottle, clientAddress } from '../../src/auth/index.js'
 
 function throttle (clock: { now: number }) {
@@ -48,4 +49,15 @@ t.test('the address: the socket, or the last entry of the configured header', as
   t.equal(clientAddress('127.0.0.1', 'forged, 198.51.100.1 , 203.0.113.7 '), '203.0.113.7', 'the entry the nearest proxy appended')
   t.equal(clientAddress('127.0.0.1', ' '), '127.0.0.1', 'an empty header is no address')
   t.equal(clientAddress('127.0.0.1', 'x'.repeat(1000)).length, 64, 'bounded')
+})
+
+t.test('by default a lockout is timed on a clock that never steps: a wall clock set back does not stretch it', async t => {
+  const clock = FakeTimers.install({ toFake: ['Date', 'performance'], now: Date.now() })
+  t.teardown(() => clock.uninstall())
+  const th = new LoginThrottle({ perClient: 3, perAddress: 5, windowMs: 60_000 })
+  for (let i = 0; i < 3; i++) th.failed('cam-1', '10.0.0.1')
+  clock.setSystemTime(Date.now() - 3_600_000)
+  t.equal(th.retryAfter('cam-1', '10.0.0.1'), 60)
+  clock.tick(60_000)
+  t.equal(th.retryAfter('cam-1', '10.0.0.1'), 0, 'free when the window ends')
 })
