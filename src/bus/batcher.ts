@@ -25,9 +25,11 @@ export interface BatcherOptions {
   refuse?: () => GatewayError | undefined
   /**
    * True for a token whose sender is gone (a client that left). Its record,
-   * still queued when its batch leaves, is dropped unsent and never told:
-   * nobody waits for the answer, and the retry a client makes after giving
-   * up would publish the record a second time.
+   * still queued when its batch leaves, is dropped unsent (the retry a
+   * client makes after giving up would publish it a second time) and told
+   * as failed: nobody reads that answer, but whoever handed the record in
+   * learns it is done with (the HTTP server counts a handler as running, and
+   * a shutdown waits for it, until it is told).
    */
   abandoned?: (token: unknown) => boolean
 }
@@ -164,7 +166,10 @@ export class MicroBatcher {
     let i = 0
     for (; i < this.queue.length && batch.length < this.options.maxBatch; i++) {
       const e = this.queue[i]!
-      if (abandoned?.(e.token) === true) e.settled = true
+      if (abandoned?.(e.token) === true) {
+        e.settled = true
+        e.done(e.token, SENDER_GONE, e.message)
+      }
       else batch.push(e)
     }
     this.queue = i === this.queue.length ? [] : this.queue.slice(i)
@@ -233,6 +238,8 @@ export class MicroBatcher {
     if (next !== Infinity) this.armDeadline(next)
   }
 }
+
+const SENDER_GONE = publishFailed('not sent: its sender left while it was queued')
 
 function publishFailed (detail: string): GatewayError {
   return new GatewayError('publish_failed', 'Failed to publish message', { details: { detail } })

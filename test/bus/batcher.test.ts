@@ -39,7 +39,7 @@ t.test('a partial batch leaves after the linger time', async t => {
   t.same(batches, [1])
 })
 
-t.test('a record whose sender left while it was queued is dropped unsent and never told; one already sent is not', async t => {
+t.test('a record whose sender left while it was queued is dropped unsent and told it failed; one already sent is told like the rest', async t => {
   const sends: Array<{ values: string[], ack: () => void }> = []
   const clients = new Map<string, { left: boolean }>()
   const b = batcher({
@@ -48,7 +48,7 @@ t.test('a record whose sender left while it was queued is dropped unsent and nev
     abandoned: token => clients.get(token as string)!.left
   })
   const told: string[] = []
-  const settled = (token: string): void => { told.push(token) }
+  const settled = (token: string, err: GatewayError | undefined): void => { told.push(err === undefined ? token : `${token} ${err.code}`) }
   for (let i = 0; i < 6; i++) {
     clients.set(String(i), { left: false })
     b.submit(msg(i), String(i), settled)
@@ -63,7 +63,7 @@ t.test('a record whose sender left while it was queued is dropped unsent and nev
   t.equal(b.pending, 2, 'and no longer pending')
   sends[1]!.ack()
   await until(() => b.pending === 0)
-  t.same(told, ['0', '1', '3', '5'], '1 had left after its batch was sent: it is told like the rest')
+  t.same(told, ['0', '1', '2 publish_failed', '4 publish_failed', '3', '5'], '2 and 4 told they failed when passed over; 1 had left after its batch was sent: it is told like the rest')
   t.equal(sends.length, 2)
 })
 

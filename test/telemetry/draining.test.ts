@@ -1,7 +1,8 @@
+import { readFileSync } from 'node:fs'
 import t from 'tap'
-import { spawnGateway } from '../helpers/child.js'
-import { rawConnect, readResponse } from '../helpers/http.js'
-import { CLIENT, writeJson } from '../helpers/gateway.js'
+import { spawnGateway, tailBus } from '../helpers/child.js'
+import { rawConnect, readResponse, until } from '../helpers/http.js'
+import { CLIENT, login, writeJson } from '../helpers/gateway.js'
 
 const KEEP_ALIVE_PROBE = 'GET /health HTTP/1.1\r\nHost: x\r\n\r\n'
 
@@ -40,4 +41,25 @@ t.test('a request that arrives while the gateway drains gets 503 shutting_down i
 
   holder.destroy()
   t.equal(await gw.exit, 0)
+})
+
+t.test('records of clients that left while they were queued do not hold a shutdown open', async t => {
+  const dir = t.testdir()
+  const clients = writeJson(dir, 'clients.json', [CLIENT])
+  // A long linger keeps each record queued well after its client has gone.
+  const gw = spawnGateway(t, ['start'], { DATA_DIR: dir, AUTH_CLIENTS_FILE: clients, GATEWAY_INFRA_RUN: dir, TELEMETRY_LINGER_MS: '300', SHUTDOWN_TIMEOUT_MS: '3000' })
+  const { port } = await gw.waitFor('gateway listening') as { port: number }
+  const token = await login(`http://127.0.0.1:${port}`)
+  const body = readFileSync(new URL('../fixtures/asset-track.json', import.meta.url))
+  for (let i = 0; i < 10; i++) {
+    const socket = await rawConnect(port)
+    socket.write(`POST /v1/asset/track HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nX-Request-Id: left-${i}\r\nX-Request-Timestamp: 1763799330\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`)
+    // Gone once the whole request is on the wire: the FIN closes it on the server.
+    await new Promise<void>(resolve => socket.end(body, resolve))
+  }
+  await until(() => gw.lines.filter(l => l['msg'] === 'request' && l['status'] === 499).length === 10)
+  gw.proc.kill('SIGTERM')
+  t.equal(await gw.exit, 0)
+  t.notOk(gw.lines.some(l => l['msg'] === 'shutdown deadline passed with requests in flight'), 'drained, not cut off at the deadline')
+  t.same(await tailBus(dir, 'asset.telemetry.v1'), [], 'nothing was published')
 })
