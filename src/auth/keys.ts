@@ -103,10 +103,15 @@ export class KeyStore {
     this.adopt(await this.prune(keys))
   }
 
-  /** One look at the vault at a time, and at most one per UNKNOWN_KID_REFRESH_MS. */
+  /**
+   * One look at the vault at a time, and at most one per
+   * UNKNOWN_KID_REFRESH_MS, timed on a clock that never steps: on the wall
+   * clock, one set back an hour kept another process's new key unknown, and
+   * its tokens refused, for that hour.
+   */
   private async refresh (): Promise<void> {
-    if (this.refreshing === undefined && this.now() - this.lastRefresh >= UNKNOWN_KID_REFRESH_MS) {
-      this.lastRefresh = this.now()
+    if (this.refreshing === undefined && performance.now() - this.lastRefresh >= UNKNOWN_KID_REFRESH_MS) {
+      this.lastRefresh = performance.now()
       this.refreshing = this.vault.list().then(keys => this.adopt(keys)).finally(() => { this.refreshing = undefined })
     }
     await this.refreshing?.catch(() => undefined)
