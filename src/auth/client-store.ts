@@ -67,7 +67,9 @@ export class SharedClientStore implements ClientStore {
   private readonly cache = new Map<string, { client: Client | undefined, until: number }>()
   private readonly reading = new Map<string, Promise<Client | undefined>>()
 
-  constructor (private readonly documents: SharedDocuments, private readonly now: () => number = Date.now) {}
+  // A cache lifetime is a duration: on the wall clock, one set back an hour
+  // would have kept a removed client able to log in on this node for that hour.
+  constructor (private readonly documents: SharedDocuments, private readonly now: () => number = () => performance.now()) {}
 
   async get (clientId: string): Promise<Client | undefined> {
     const cached = this.cache.get(clientId)
