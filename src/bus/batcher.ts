@@ -104,7 +104,8 @@ export class MicroBatcher {
   /**
    * `add` without a promise or closure per record: `settled(token, err)` is
    * called once, when the record's batch is acknowledged (err undefined),
-   * fails or times out, and it can be one function shared by every record.
+   * fails or times out, or when the record is dropped because its sender
+   * left, and it can be one function shared by every record.
    * A record refused at once (overload, the bus known down) is not queued:
    * the refusal is returned and `settled` is never called.
    */
@@ -159,18 +160,18 @@ export class MicroBatcher {
     )
   }
 
-  /** The head of the queue, up to maxBatch records, passing over (and dropping) those whose sender is gone. */
+  /** The head of the queue, up to maxBatch records, passing over those whose sender is gone (dropped, and told so). */
   private take (): Entry[] {
     const abandoned = this.options.abandoned
     const batch: Entry[] = []
     let i = 0
     for (; i < this.queue.length && batch.length < this.options.maxBatch; i++) {
       const e = this.queue[i]!
-      if (abandoned?.(e.token) === true) {
+      if (abandoned?.(e.token) !== true) batch.push(e)
+      else {
         e.settled = true
         e.done(e.token, SENDER_GONE, e.message)
       }
-      else batch.push(e)
     }
     this.queue = i === this.queue.length ? [] : this.queue.slice(i)
     return batch
@@ -199,6 +200,7 @@ export class MicroBatcher {
    */
   private next (): void {
     if (this.maxInFlight > 1 || this.queue.length >= this.options.maxBatch) return this.flush()
+    // A record's arrival is its deadline less the timeout.
     const wait = this.queue[0]!.deadline - this.options.timeoutMs + this.options.lingerMs - performance.now()
     if (wait <= 0) return this.flush()
     this.lingerTimer ??= setTimeout(() => this.flush(), wait)
