@@ -1,11 +1,14 @@
 import { fromTransition } from 'xstate'
-import type { RunStatus } from './types.js'
+import { isTerminal, type RunStatus } from './types.js'
 
 export type RunMachineEvent =
   | { type: 'START' }
   | { type: 'SUCCEED' }
   | { type: 'FAIL' }
   | { type: 'CANCEL' }
+
+/** Not a run's event: what `ActorPool` sends the actor of a run that has ended, to hand it to the next run. */
+export interface ReuseEvent { type: 'REUSE' }
 
 type Lifecycle = { readonly [S in RunStatus]: Readonly<Partial<Record<RunMachineEvent['type'], RunStatus>>> }
 
@@ -29,8 +32,13 @@ export const LIFECYCLE: Lifecycle = {
  * xstate's microsteps and snapshot objects (docs/harness.md, Throughput);
  * this one about a third of that. The lifecycle has no context, guards or
  * actions for a machine to hold, so nothing is lost.
+ *
+ * `REUSE` takes an actor whose run has ended back to `queued`, and leaves
+ * one in flight where it is.
  */
 export const runLifecycle = fromTransition(
-  (status: RunStatus, event: RunMachineEvent): RunStatus => LIFECYCLE[status][event.type] ?? status,
+  (status: RunStatus, event: RunMachineEvent | ReuseEvent): RunStatus => event.type === 'REUSE'
+    ? (isTerminal(status) ? 'queued' : status)
+    : LIFECYCLE[status][event.type] ?? status,
   'queued' as RunStatus
 )

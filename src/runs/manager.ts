@@ -1,7 +1,7 @@
 import type { Logger } from 'pino'
-import { createActor, type Actor } from 'xstate'
+import { ActorPool, type RunActor } from './actors.js'
 import { LIFECYCLE_EVENT, STEP_EVENT_TYPES } from './catalogue.js'
-import { runLifecycle, type RunMachineEvent } from './machine.js'
+import type { RunMachineEvent } from './machine.js'
 import { ModeError, type Mode } from './modes/index.js'
 import { encodeEvent, eventOwner } from './events.js'
 import type { RunHub } from './hub.js'
@@ -23,7 +23,8 @@ interface ActiveRun {
   record: RunRecord
   /** `"run_id":…,"tenant_id":…` of every event of the run. */
   owner: string
-  actor: Actor<typeof runLifecycle>
+  /** Its own while it is in flight; given back to the pool, and dropped, once its terminal event is committed. */
+  actor: RunActor | undefined
   /** Stores, then streams, then hands to the sink each event in order. */
   chain: Promise<void>
   /** Events of `chain` not yet streamed. */
@@ -61,6 +62,7 @@ export class RunManager {
   private readonly active = new Map<string, ActiveRun>()
   /** Runs in `active` by tenant: a run can last hours (echo's 1000 steps a minute apart), so one tenant must not hold them all. */
   private readonly activeByTenant = new Map<string, number>()
+  private readonly actors = new ActorPool()
 
   constructor (
     private readonly store: RunStore,
@@ -114,7 +116,7 @@ export class RunManager {
       error: null,
       last_event_id: 1
     }
-    const actor = createActor(runLifecycle).start()
+    const actor = this.actors.take()
     const run: ActiveRun = { record, owner: eventOwner(record.run_id, record.tenant_id), actor, chain: Promise.resolve(), pending: 0, stopped: false }
     this.active.set(record.run_id, run)
     this.sink.track(record.run_id, record.tenant_id, now)
@@ -203,9 +205,11 @@ export class RunManager {
 
   /** Sends `event` to the actor; on a state change, records it. False when the state did not change. */
   private transition (run: ActiveRun, event: RunMachineEvent, patch: Partial<RunRecord>): boolean {
-    const before = run.actor.getSnapshot().context
-    run.actor.send(event)
-    const status = run.actor.getSnapshot().context
+    const actor = run.actor
+    if (actor === undefined) return false
+    const before = actor.getSnapshot().context
+    actor.send(event)
+    const status = actor.getSnapshot().context
     if (status === before) return false
     const record = { ...run.record, ...patch, status, last_event_id: run.record.last_event_id + 1 }
     this.commit(run, record, lifecycleEvent(run.owner, record, record.ended_at ?? record.started_at ?? record.created_at))
@@ -240,7 +244,9 @@ export class RunManager {
   private settle (run: ActiveRun, record: RunRecord): void {
     run.pending--
     if (!isTerminal(record.status)) return
-    run.actor.stop()
+    const actor = run.actor
+    run.actor = undefined
+    if (actor !== undefined) this.actors.give(actor)
     this.active.delete(record.run_id)
     const left = (this.activeByTenant.get(record.tenant_id) ?? 1) - 1
     if (left > 0) this.activeByTenant.set(record.tenant_id, left)

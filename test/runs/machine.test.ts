@@ -39,3 +39,23 @@ t.test("a run's actor starts queued and follows the lifecycle for every sequence
   }
   t.equal(compared, 1 + 4 + 16 + 64 + 256)
 })
+
+t.test('REUSE takes an ended run\'s actor back to queued, and leaves one in flight where it is', async t => {
+  const paths: Record<RunStatus, Array<RunMachineEvent['type']>> = {
+    queued: [],
+    running: ['START'],
+    succeeded: ['START', 'SUCCEED'],
+    failed: ['START', 'FAIL'],
+    cancelled: ['CANCEL']
+  }
+  for (const [status, events] of Object.entries(paths) as Array<[RunStatus, Array<RunMachineEvent['type']>]>) {
+    const actor = createActor(runLifecycle).start()
+    for (const type of events) actor.send({ type })
+    t.equal(actor.getSnapshot().context, status)
+    actor.send({ type: 'REUSE' })
+    t.equal(actor.getSnapshot().context, TERMINAL.includes(status as typeof TERMINAL[number]) ? 'queued' : status, `from ${status}`)
+    actor.send({ type: 'START' })
+    t.equal(actor.getSnapshot().context, TERMINAL.includes(status as typeof TERMINAL[number]) || status === 'queued' ? 'running' : status, `then START, from ${status}`)
+    actor.stop()
+  }
+})

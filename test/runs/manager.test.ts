@@ -154,6 +154,40 @@ t.test('a mode that reads its signal first is aborted by a cancel', async t => {
   t.match(await manager.waitForEnd(run.run_id, 10_000), { status: 'cancelled', result: null }, 'its late result changes nothing')
 })
 
+t.test('a cancelled run\'s late result reaches neither it nor the run its actor went to next', async t => {
+  let release!: () => void
+  const late = new Promise<void>(resolve => { release = resolve })
+  let hold!: () => void
+  const held = new Promise<void>(resolve => { hold = resolve })
+  let lateReturned!: () => void
+  const returned = new Promise<void>(resolve => { lateReturned = resolve })
+  const slow: Mode = async ({ signal }) => {
+    await new Promise<void>(resolve => signal.addEventListener('abort', () => resolve()))
+    await late
+    lateReturned()
+    return { output: 'late' }
+  }
+  const waiting: Mode = async () => {
+    await held
+    return { output: 'done' }
+  }
+  const { store, manager } = setup(t, { slow, waiting })
+  const a = await manager.start({ tenant: 'acme', mode: 'slow', message: 'm', options: {}, conversationId: null })
+  while ([...store.eventsAfter(a.run_id)].length < 2) await new Promise(resolve => setImmediate(resolve))
+  t.equal((await manager.cancel(a.run_id))?.status, 'cancelled')
+  t.equal((await manager.waitForEnd(a.run_id, 10_000))?.status, 'cancelled', 'a has ended: its actor is free')
+  const b = await manager.start({ tenant: 'acme', mode: 'waiting', message: 'm', options: {}, conversationId: null })
+  while ([...store.eventsAfter(b.run_id)].length < 2) await new Promise(resolve => setImmediate(resolve))
+  release()
+  await returned
+  await new Promise(resolve => setImmediate(resolve))
+  hold()
+  t.equal((await manager.waitForEnd(b.run_id, 10_000))?.status, 'succeeded', 'b ends as its own mode says')
+  t.same([...store.eventsAfter(a.run_id)].map(e => e.type), ['run.queued', 'run.started', 'run.failed'], 'nothing recorded for a after its end')
+  t.same([...store.eventsAfter(b.run_id)].map(e => e.type), ['run.queued', 'run.started', 'run.completed'])
+  t.equal(store.get(b.run_id)?.answer, 'done')
+})
+
 t.test('a mode may emit only the catalogue\'s step types: another fails its run, and nothing of it is recorded', async t => {
   const rogue: Mode = async ({ emit }) => {
     await emit('run.completed', 'forged end', {})
