@@ -3,7 +3,7 @@ import { ActorPool, type RunActor } from './actors.js'
 import { LIFECYCLE_EVENT, STEP_EVENT_TYPES } from './catalogue.js'
 import type { RunMachineEvent } from './machine.js'
 import { ModeError, type Mode } from './modes/index.js'
-import { encodeEvent, eventOwner } from './events.js'
+import { encodeEvent, encodeRecord, eventOwner, recordHead } from './events.js'
 import type { RunHub } from './hub.js'
 import { uuidv7 } from './ids.js'
 import { isoNow } from '../ops/index.js'
@@ -23,6 +23,8 @@ interface ActiveRun {
   record: RunRecord
   /** `"run_id":…,"tenant_id":…` of every event of the run. */
   owner: string
+  /** The record's members that never change, serialised (`recordHead`). */
+  head: string
   /** Its own while it is in flight; given back to the pool, and dropped, once its terminal event is committed. */
   actor: RunActor | undefined
   /** Stores, then streams, then hands to the sink each event in order. */
@@ -117,10 +119,10 @@ export class RunManager {
       last_event_id: 1
     }
     const actor = this.actors.take()
-    const run: ActiveRun = { record, owner: eventOwner(record.run_id, record.tenant_id), actor, chain: Promise.resolve(), pending: 0, stopped: false }
+    const run: ActiveRun = { record, owner: eventOwner(record.run_id, record.tenant_id), head: recordHead(record), actor, chain: Promise.resolve(), pending: 0, stopped: false }
     this.active.set(record.run_id, run)
     this.sink.track(record.run_id, record.tenant_id, now)
-    this.commit(run, record, lifecycleEvent(run.owner, record, createdAt))
+    this.commit(run, record, lifecycleEvent(run, record, createdAt))
     await run.chain
     setImmediate(() => { this.execute(run, input).catch(err => this.log.error({ err, runId: record.run_id }, 'run execution failed')) })
     return run.record
@@ -212,7 +214,7 @@ export class RunManager {
     const status = actor.getSnapshot().context
     if (status === before) return false
     const record = { ...run.record, ...patch, status, last_event_id: run.record.last_event_id + 1 }
-    this.commit(run, record, lifecycleEvent(run.owner, record, record.ended_at ?? record.started_at ?? record.created_at))
+    this.commit(run, record, lifecycleEvent(run, record, record.ended_at ?? record.started_at ?? record.created_at))
     return true
   }
 
@@ -261,8 +263,8 @@ export class RunManager {
  * cancelled run ends with `run.failed` whose data says `reason: "cancelled"`,
  * as the origin harness ends one.
  */
-function lifecycleEvent (owner: string, record: RunRecord, at: string): RunEvent {
-  const json = JSON.stringify(record)
+function lifecycleEvent (run: Pick<ActiveRun, 'owner' | 'head'>, record: RunRecord, at: string): RunEvent {
+  const json = encodeRecord(run.head, record)
   let message: string
   let extra = ''
   switch (record.status) {
@@ -279,7 +281,7 @@ function lifecycleEvent (owner: string, record: RunRecord, at: string): RunEvent
       extra = `,"reason":${code === INTERRUPTED.code ? '"interrupted"' : '"error"'},"error":${JSON.stringify(code)}`
     }
   }
-  const event = encodeEvent(owner, record.last_event_id, LIFECYCLE_EVENT[record.status], message, `{"status":"${record.status}"${extra},"run":${json}}`, at)
+  const event = encodeEvent(run.owner, record.last_event_id, LIFECYCLE_EVENT[record.status], message, `{"status":"${record.status}"${extra},"run":${json}}`, at)
   event.record = json
   return event
 }
@@ -288,7 +290,7 @@ function lifecycleEvent (owner: string, record: RunRecord, at: string): RunEvent
 export function interruptedEnd (stale: RunRecord): RunEvent {
   const endedAt = isoNow()
   const record: RunRecord = { ...stale, status: 'failed', ended_at: endedAt, error: INTERRUPTED, last_event_id: stale.last_event_id + 1 }
-  return lifecycleEvent(eventOwner(record.run_id, record.tenant_id), record, endedAt)
+  return lifecycleEvent({ owner: eventOwner(record.run_id, record.tenant_id), head: recordHead(record) }, record, endedAt)
 }
 
 function stop (run: ActiveRun): void {

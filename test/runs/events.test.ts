@@ -1,6 +1,7 @@
 import t from 'tap'
-import { decodeEvent, encodeEvent, errorFrame, eventOwner, formatEvent } from '../../src/runs/events.js'
+import { decodeEvent, encodeEvent, encodeRecord, errorFrame, eventOwner, formatEvent, recordHead } from '../../src/runs/events.js'
 import { uuidv7 } from '../../src/runs/ids.js'
+import type { RunRecord } from '../../src/runs/types.js'
 
 const record = {
   run_id: 'run-1', tenant_id: 'acme', mode: 'echo', message: 'say "hi"\nthen \u2603 and \ud800', status: 'succeeded',
@@ -51,4 +52,46 @@ t.test('run ids are UUIDv7: time first, so later ids sort later; random after', 
   t.ok(uuidv7(ms) < uuidv7(ms + 1), 'a later millisecond sorts later')
   const many = new Set(Array.from({ length: 10_000 }, () => uuidv7(ms)))
   t.equal(many.size, 10_000, 'ids of the same millisecond differ')
+})
+
+t.test('a record is written as JSON.stringify writes it, from its head and the members that change', async t => {
+  // Every member of RunRecord: a member added to the type and not to encodeRecord fails here.
+  const base: Required<RunRecord> = {
+    run_id: 'run-0195c3c2-7d0a-7b3e-9f51-6c2d8e4f1a2b',
+    tenant_id: 'acme "corp"\n',
+    mode: 'echo',
+    message: 'say "hi"\\\n\u2028 \ud83d\ude00 \ud800 \u0000',
+    status: 'queued',
+    created_at: '2026-11-24T10:41:01.123Z',
+    started_at: null,
+    ended_at: null,
+    result: null,
+    answer: null,
+    artifacts: [],
+    conversation_id: null,
+    error: null,
+    last_event_id: 1
+  }
+  const variants: RunRecord[] = [
+    base,
+    { ...base, message: 'x'.repeat(64 * 1024) },
+    { ...base, status: 'running', started_at: '2026-11-24T10:41:01.125Z', last_event_id: 2 },
+    { ...base, status: 'succeeded', started_at: '2026-11-24T10:41:01.125Z', ended_at: '2026-11-24T10:41:01.130Z', result: { output: 'a"b', steps: [1, { n: null }], nested: { '"k"': '\t' } }, answer: 'a"b', last_event_id: 9 },
+    { ...base, status: 'succeeded', ended_at: '2026-11-24T10:41:01.130Z', result: undefined, last_event_id: 4 },
+    { ...base, status: 'succeeded', result: 'plain "text"\n', artifacts: [{ kind: 'file', name: 'a"b' }], conversation_id: 'conv "1"' },
+    { ...base, status: 'failed', error: { code: 'mode_failed', message: 'boom "quoted"\n\u0001' } },
+    { ...base, status: 'cancelled', result: [1, 'two', { three: 3 }], last_event_id: 1_000_000 }
+  ]
+  for (const record of variants) {
+    const json = encodeRecord(recordHead(record), record)
+    t.equal(json, JSON.stringify(record), `${record.status}, result ${JSON.stringify(record.result)?.slice(0, 40)}`)
+  }
+  t.same(Object.keys(JSON.parse(encodeRecord(recordHead(base), base))), Object.keys(base), 'every member, in order')
+
+  const older = { ...base } as Partial<RunRecord>
+  delete older.answer
+  delete older.artifacts
+  delete older.conversation_id
+  delete older.started_at
+  t.equal(encodeRecord(recordHead(older as RunRecord), older as RunRecord), JSON.stringify(older), 'a record of an older layout: its missing members stay missing')
 })
