@@ -1,0 +1,64 @@
+// CPU per record of serialising a run's record as the manager does
+// (src/runs/events.ts: encodeRecord from the run's recordHead) beside
+// JSON.stringify of the whole record, for the three records of an echo run
+// (queued, running, succeeded) in turn, each followed by its UTF-8 length
+// (what lmdb-js's Buffer.from pays next, so a string left to flatten is
+// paid for here too). Alternated for RECORD_JSON_ROUNDS rounds of
+// RECORD_JSON_SECONDS each; CPU time (process.cpuUsage). Needs `npm run build`.
+//
+//   node bench/record-json.mjs
+import { join } from 'node:path'
+import { REPO_DIR } from './lib/paths.mjs'
+import { median } from './lib/stats.mjs'
+
+const num = (name, def) => (process.env[name] ? Number(process.env[name]) : def)
+const ROUNDS = num('RECORD_JSON_ROUNDS', 5)
+const SECONDS = num('RECORD_JSON_SECONDS', 2)
+
+const { encodeRecord, recordHead } = await import(join(REPO_DIR, 'dist', 'runs', 'events.js'))
+const queued = {
+  run_id: 'run-0195c3c2-7d0a-7b3e-9f51-6c2d8e4f1a2b',
+  tenant_id: 'default',
+  mode: 'echo',
+  message: 'hello',
+  status: 'queued',
+  created_at: '2026-11-24T10:41:01.123Z',
+  started_at: null,
+  ended_at: null,
+  result: null,
+  answer: null,
+  artifacts: [],
+  conversation_id: null,
+  error: null,
+  last_event_id: 1
+}
+const running = { ...queued, status: 'running', started_at: '2026-11-24T10:41:01.125Z', last_event_id: 2 }
+const succeeded = { ...running, status: 'succeeded', ended_at: '2026-11-24T10:41:01.130Z', result: { output: 'hello' }, answer: 'hello', last_event_id: 4 }
+const records = [queued, running, succeeded]
+const head = recordHead(queued)
+
+const variants = {
+  'JSON.stringify': r => JSON.stringify(r),
+  encodeRecord: r => encodeRecord(head, r)
+}
+for (const [name, encode] of Object.entries(variants)) {
+  for (const r of records) if (encode(r) !== JSON.stringify(r)) throw new Error(`${name} writes the ${r.status} record differently`)
+}
+
+const us = Object.fromEntries(Object.keys(variants).map(name => [name, []]))
+let bytes = 0
+for (let round = 0; round < ROUNDS; round++) {
+  for (const [name, encode] of Object.entries(variants)) {
+    const c0 = process.cpuUsage()
+    const end = performance.now() + SECONDS * 1000
+    let count = 0
+    while (performance.now() < end) {
+      for (let i = 0; i < 999; i++) bytes += Buffer.byteLength(encode(records[i % 3]))
+      count += 999
+    }
+    const c = process.cpuUsage(c0)
+    us[name].push((c.user + c.system) / count)
+  }
+}
+console.log(`A run's record (${Buffer.byteLength(JSON.stringify(succeeded))} B at its end), ${ROUNDS} rounds × ${SECONDS} s, CPU µs per record with its UTF-8 length (${Math.round(bytes / 1e6)} MB in all):`)
+for (const [name, list] of Object.entries(us)) console.log(`  ${name.padEnd(14)} ${median(list).toFixed(2).padStart(6)} µs (rounds: ${list.map(v => v.toFixed(2)).join(' ')})`)
