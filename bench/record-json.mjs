@@ -7,6 +7,7 @@
 // RECORD_JSON_SECONDS each; CPU time (process.cpuUsage). Needs `npm run build`.
 //
 //   node bench/record-json.mjs
+import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { REPO_DIR } from './lib/paths.mjs'
 import { median } from './lib/stats.mjs'
@@ -16,22 +17,7 @@ const ROUNDS = num('RECORD_JSON_ROUNDS', 5)
 const SECONDS = num('RECORD_JSON_SECONDS', 2)
 
 const { encodeRecord, recordHead } = await import(join(REPO_DIR, 'dist', 'runs', 'events.js'))
-const queued = {
-  run_id: 'run-0195c3c2-7d0a-7b3e-9f51-6c2d8e4f1a2b',
-  tenant_id: 'default',
-  mode: 'echo',
-  message: 'hello',
-  status: 'queued',
-  created_at: '2026-11-24T10:41:01.123Z',
-  started_at: null,
-  ended_at: null,
-  result: null,
-  answer: null,
-  artifacts: [],
-  conversation_id: null,
-  error: null,
-  last_event_id: 1
-}
+const queued = JSON.parse(readFileSync(join(REPO_DIR, 'test', 'fixtures', 'run-record.json'), 'utf8'))
 const running = { ...queued, status: 'running', started_at: '2026-11-24T10:41:01.125Z', last_event_id: 2 }
 const succeeded = { ...running, status: 'succeeded', ended_at: '2026-11-24T10:41:01.130Z', result: { output: 'hello' }, answer: 'hello', last_event_id: 4 }
 const records = [queued, running, succeeded]
