@@ -1,6 +1,7 @@
 import type * as UWS from 'uWebSockets.js'
 import type { Logger } from 'pino'
 import type { Registry } from 'prom-client'
+import { accessLog, type AccessLog } from './access-log.js'
 import { BodyReader, payloadTooLarge } from './body.js'
 import { BodyBudget } from './budget.js'
 import { LATER, RequestContext, type Reply, type Settle } from './context.js'
@@ -81,6 +82,7 @@ export class HttpServer implements IntakeHost<Entry> {
   private readonly app: UWS.TemplatedApp
   private readonly router = new Router<Entry>()
   private readonly log: Logger
+  private readonly access: AccessLog
   private readonly dialect: ErrorDialect
   private readonly metrics: ServerMetrics
   private readonly finished = (ctx: RequestContext, status: number): void => { this.finish(ctx, status) }
@@ -103,6 +105,7 @@ export class HttpServer implements IntakeHost<Entry> {
 
   constructor (private readonly options: HttpServerOptions) {
     this.log = options.logger.child({ server: options.name })
+    this.access = accessLog(this.log)
     this.dialect = options.errors ?? 'plain'
     this.budget = options.bodyBudget ?? new BodyBudget(64 * MiB)
     this.drainMaxBytes = options.drainMaxBytes ?? 64 * MiB
@@ -295,9 +298,7 @@ export class HttpServer implements IntakeHost<Entry> {
     ctx.intake?.close()
     const seconds = (performance.now() - ctx.startedAt) / 1000
     this.metrics.request(ctx.method, ctx.route, status, seconds)
-    const line = { reqId: ctx.requestId, method: ctx.method, route: ctx.route, status, ms: Math.round(seconds * 1e5) / 100 }
-    if (ctx.quiet) this.log.debug(line, 'request')
-    else this.log.info(line, 'request')
+    this.access(ctx.requestId, ctx.method, ctx.route, status, Math.round(seconds * 1e5) / 100, ctx.quiet)
     this.inFlight--
     this.settled()
   }

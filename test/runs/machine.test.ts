@@ -1,7 +1,7 @@
 import t from 'tap'
 import { createActor } from 'xstate'
 import { LIFECYCLE, runLifecycle, type RunMachineEvent } from '../../src/runs/machine.js'
-import { IN_FLIGHT, TERMINAL, type RunStatus } from '../../src/runs/types.js'
+import { IN_FLIGHT, TERMINAL, isTerminal, type RunStatus } from '../../src/runs/types.js'
 
 const TYPES: Array<RunMachineEvent['type']> = ['START', 'SUCCEED', 'FAIL', 'CANCEL']
 
@@ -53,9 +53,9 @@ t.test('REUSE takes an ended run\'s actor back to queued, and leaves one in flig
     for (const type of events) actor.send({ type })
     t.equal(actor.getSnapshot().context, status)
     actor.send({ type: 'REUSE' })
-    t.equal(actor.getSnapshot().context, TERMINAL.includes(status as typeof TERMINAL[number]) ? 'queued' : status, `from ${status}`)
+    t.equal(actor.getSnapshot().context, isTerminal(status) ? 'queued' : status, `from ${status}`)
     actor.send({ type: 'START' })
-    t.equal(actor.getSnapshot().context, TERMINAL.includes(status as typeof TERMINAL[number]) || status === 'queued' ? 'running' : status, `then START, from ${status}`)
+    t.equal(actor.getSnapshot().context, isTerminal(status) || status === 'queued' ? 'running' : status, `then START, from ${status}`)
     actor.stop()
   }
 })
