@@ -9,7 +9,7 @@
 import { openSync } from 'node:fs'
 import { join } from 'node:path'
 import { REPO_DIR } from './lib/paths.mjs'
-import { median } from './lib/stats.mjs'
+import { cpuPerCall, printPerCall } from './lib/per-call.mjs'
 
 const num = (name, def) => (process.env[name] ? Number(process.env[name]) : def)
 const ROUNDS = num('ACCESS_LOG_ROUNDS', 5)
@@ -27,21 +27,6 @@ const variants = {
   accessLog: i => access(reqId, 'POST', '/runs:start', 202, (i % 997) / 100, false)
 }
 
-const us = Object.fromEntries(Object.keys(variants).map(name => [name, []]))
-for (let round = 0; round < ROUNDS; round++) {
-  for (const [name, line] of Object.entries(variants)) {
-    const c0 = process.cpuUsage()
-    const end = performance.now() + SECONDS * 1000
-    let lines = 0
-    while (performance.now() < end) {
-      for (let i = 0; i < 200; i++) line(i)
-      lines += 200
-      // A turn of the loop between batches, as between requests, so the destination's writes keep up.
-      await new Promise(resolve => setImmediate(resolve))
-    }
-    const c = process.cpuUsage(c0)
-    us[name].push((c.user + c.system) / lines)
-  }
-}
+const us = await cpuPerCall(variants, { rounds: ROUNDS, seconds: SECONDS, batch: 200, turn: true })
 console.log(`An access-log line, ${ROUNDS} rounds × ${SECONDS} s, CPU µs per line (written to /dev/null):`)
-for (const [name, list] of Object.entries(us)) console.log(`  ${name.padEnd(13)} ${median(list).toFixed(2).padStart(6)} µs (rounds: ${list.map(v => v.toFixed(2)).join(' ')})`)
+printPerCall(us)

@@ -9,7 +9,7 @@
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { REPO_DIR } from './lib/paths.mjs'
-import { median } from './lib/stats.mjs'
+import { cpuPerCall, printPerCall } from './lib/per-call.mjs'
 
 const num = (name, def) => (process.env[name] ? Number(process.env[name]) : def)
 const ROUNDS = num('BYTE_CHECK_ROUNDS', 5)
@@ -28,19 +28,6 @@ const variants = {
 }
 for (const [name, check] of Object.entries(variants)) if (!check()) throw new Error(`${name} refuses the example record`)
 
-const us = Object.fromEntries(Object.keys(variants).map(name => [name, []]))
-for (let round = 0; round < ROUNDS; round++) {
-  for (const [name, check] of Object.entries(variants)) {
-    const c0 = process.cpuUsage()
-    const end = performance.now() + SECONDS * 1000
-    let records = 0
-    while (performance.now() < end) {
-      for (let i = 0; i < 1000; i++) check()
-      records += 1000
-    }
-    const c = process.cpuUsage(c0)
-    us[name].push((c.user + c.system) / records)
-  }
-}
+const us = await cpuPerCall(variants, { rounds: ROUNDS, seconds: SECONDS })
 console.log(`Checking the example record (${raw.length} B), ${ROUNDS} rounds × ${SECONDS} s, CPU µs per record:`)
-for (const [name, list] of Object.entries(us)) console.log(`  ${name.padEnd(9)} ${median(list).toFixed(2).padStart(6)} µs (rounds: ${list.map(v => v.toFixed(2)).join(' ')})`)
+printPerCall(us)

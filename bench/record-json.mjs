@@ -10,7 +10,7 @@
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { REPO_DIR } from './lib/paths.mjs'
-import { median } from './lib/stats.mjs'
+import { cpuPerCall, printPerCall } from './lib/per-call.mjs'
 
 const num = (name, def) => (process.env[name] ? Number(process.env[name]) : def)
 const ROUNDS = num('RECORD_JSON_ROUNDS', 5)
@@ -31,20 +31,8 @@ for (const [name, encode] of Object.entries(variants)) {
   for (const r of records) if (encode(r) !== JSON.stringify(r)) throw new Error(`${name} writes the ${r.status} record differently`)
 }
 
-const us = Object.fromEntries(Object.keys(variants).map(name => [name, []]))
 let bytes = 0
-for (let round = 0; round < ROUNDS; round++) {
-  for (const [name, encode] of Object.entries(variants)) {
-    const c0 = process.cpuUsage()
-    const end = performance.now() + SECONDS * 1000
-    let count = 0
-    while (performance.now() < end) {
-      for (let i = 0; i < 999; i++) bytes += Buffer.byteLength(encode(records[i % 3]))
-      count += 999
-    }
-    const c = process.cpuUsage(c0)
-    us[name].push((c.user + c.system) / count)
-  }
-}
+const measured = Object.fromEntries(Object.entries(variants).map(([name, encode]) => [name, i => { bytes += Buffer.byteLength(encode(records[i % 3])) }]))
+const us = await cpuPerCall(measured, { rounds: ROUNDS, seconds: SECONDS })
 console.log(`A run's record (${Buffer.byteLength(JSON.stringify(succeeded))} B at its end), ${ROUNDS} rounds × ${SECONDS} s, CPU µs per record with its UTF-8 length (${Math.round(bytes / 1e6)} MB in all):`)
-for (const [name, list] of Object.entries(us)) console.log(`  ${name.padEnd(14)} ${median(list).toFixed(2).padStart(6)} µs (rounds: ${list.map(v => v.toFixed(2)).join(' ')})`)
+printPerCall(us)
