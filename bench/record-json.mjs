@@ -16,12 +16,12 @@ const num = (name, def) => (process.env[name] ? Number(process.env[name]) : def)
 const ROUNDS = num('RECORD_JSON_ROUNDS', 5)
 const SECONDS = num('RECORD_JSON_SECONDS', 2)
 
-const { encodeRecord, recordHead } = await import(join(REPO_DIR, 'dist', 'runs', 'events.js'))
+const { encodeRecord, eventOwner, recordHead } = await import(join(REPO_DIR, 'dist', 'runs', 'events.js'))
 const queued = JSON.parse(readFileSync(join(REPO_DIR, 'test', 'fixtures', 'run-record.json'), 'utf8'))
 const running = { ...queued, status: 'running', started_at: '2026-11-24T10:41:01.125Z', last_event_id: 2 }
 const succeeded = { ...running, status: 'succeeded', ended_at: '2026-11-24T10:41:01.130Z', result: { output: 'hello' }, answer: 'hello', last_event_id: 4 }
 const records = [queued, running, succeeded]
-const head = recordHead(queued)
+const head = recordHead(eventOwner(queued.run_id, queued.tenant_id), queued)
 
 const variants = {
   'JSON.stringify': r => JSON.stringify(r),

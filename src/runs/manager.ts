@@ -119,7 +119,8 @@ export class RunManager {
       last_event_id: 1
     }
     const actor = this.actors.take()
-    const run: ActiveRun = { record, owner: eventOwner(record.run_id, record.tenant_id), head: recordHead(record), actor, chain: Promise.resolve(), pending: 0, stopped: false }
+    const owner = eventOwner(record.run_id, record.tenant_id)
+    const run: ActiveRun = { record, owner, head: recordHead(owner, record), actor, chain: Promise.resolve(), pending: 0, stopped: false }
     this.active.set(record.run_id, run)
     this.sink.track(record.run_id, record.tenant_id, now)
     this.commit(run, record, lifecycleEvent(run, record, createdAt))
@@ -290,7 +291,8 @@ function lifecycleEvent (run: Pick<ActiveRun, 'owner' | 'head'>, record: RunReco
 export function interruptedEnd (stale: RunRecord): RunEvent {
   const endedAt = isoNow()
   const record: RunRecord = { ...stale, status: 'failed', ended_at: endedAt, error: INTERRUPTED, last_event_id: stale.last_event_id + 1 }
-  return lifecycleEvent({ owner: eventOwner(record.run_id, record.tenant_id), head: recordHead(record) }, record, endedAt)
+  const owner = eventOwner(record.run_id, record.tenant_id)
+  return lifecycleEvent({ owner, head: recordHead(owner, record) }, record, endedAt)
 }
 
 function stop (run: ActiveRun): void {
