@@ -206,7 +206,7 @@ export class RunManager {
     await run.chain
   }
 
-  /** Sends `event` to the actor; on a state change, records it. False when the state did not change. */
+  /** Sends `event` to the actor; on a state change, records it. False when the state did not change, or the run has ended and given its actor back. */
   private transition (run: ActiveRun, event: RunMachineEvent, patch: Partial<RunRecord>): boolean {
     const actor = run.actor
     if (actor === undefined) return false
