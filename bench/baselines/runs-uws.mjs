@@ -30,6 +30,16 @@
 //               GET /runs/{id}; `options.steps` / `options.delay_ms` as echo.
 //               Nothing persisted, no heartbeat timers, ended runs forgotten
 //               after 5 s: the floor of the delivery and subscriber phases.
+//   lmdb-sse    memory plus the design's one rule: each event is written to
+//               LMDB as lmdb-run writes it (same environment options, same
+//               databases, tenant index and owner entry with the first event;
+//               no bus) and streamed only once that write is committed, in
+//               order per run; the 202 and the cancel's 200 wait for their
+//               event's commit and echo awaits each step's before sleeping, as
+//               the gateway's. Its delivery latency minus memory's is what
+//               commit-before-stream alone costs; the gateway's minus this one
+//               is what its own layers add. Ended runs are still forgotten
+//               after 5 s (GET /runs/{id} then says 404: no reads from LMDB).
 //
 // Listens on HOST:PORT (PORT 0: the kernel picks), prints
 // {"msg":"runs-uws listening","port":N,"mode":...} on stdout, exits 0 on
@@ -42,7 +52,7 @@ import { loadUws, listen, readJson } from '../lib/uws.mjs'
 
 const uWS = loadUws('runs-uws')
 
-const MODES = ['bare', 'lmdb-put', 'lmdb-run', 'memory']
+const MODES = ['bare', 'lmdb-put', 'lmdb-run', 'memory', 'lmdb-sse']
 const mode = process.env.MODE ?? 'bare'
 if (!MODES.includes(mode)) {
   process.stderr.write(`runs-uws: MODE must be one of ${MODES.join(', ')}, got ${mode}\n`)
@@ -52,7 +62,7 @@ const TOPIC = 'harness.runs.v1'
 
 // The gateway's LMDB environment (src/state/lmdb.ts) and databases (src/runs/store.ts, src/bus/local.ts).
 let state, runsDb, eventsDb, busDb, indexDb, ownersDb
-if (mode === 'lmdb-put' || mode === 'lmdb-run') {
+if (mode.startsWith('lmdb')) {
   const { open } = await import('lmdb')
   const { STATE_OPTIONS } = await import('../../dist/state/lmdb.js')
   const dataDir = process.env.DATA_DIR
@@ -158,21 +168,26 @@ function nextEvent (run, status, patch, step) {
 // The gateway's owner entry is its incarnation id: a UUID.
 const OWNER = randomUUID()
 let pendingWrites = 0
-/** src/runs/store.ts `append` + src/runs/manager.ts `commit`: queue the write now, publish after its commit, in order per run. */
+/** src/runs/store.ts `append`: a step alone, a transition with its record (and, first, the run's index and owner entries) in one batch. */
+function storeEvent (run, event) {
+  const runId = run.record.run_id
+  if (event.record === undefined) return eventsDb.put([runId, event.id], event.json)
+  return state.batch(() => {
+    if (event.id === 1) {
+      indexDb.put([run.record.tenant_id, runId], '')
+      ownersDb.put(runId, OWNER)
+    }
+    runsDb.put(runId, event.record)
+    eventsDb.put([runId, event.id], event.json)
+  })
+}
+
+/** src/runs/manager.ts `commit`: queue the write now, publish after its commit, in order per run. */
 function appendEvent (run, status, patch, step) {
   const event = nextEvent(run, status, patch, step)
   const runId = run.record.run_id
   pendingWrites++
-  const stored = event.record === undefined
-    ? eventsDb.put([runId, event.id], event.json)
-    : state.batch(() => {
-      if (event.id === 1) {
-        indexDb.put([run.record.tenant_id, runId], '')
-        ownersDb.put(runId, OWNER)
-      }
-      runsDb.put(runId, event.record)
-      eventsDb.put([runId, event.id], event.json)
-    })
+  const stored = storeEvent(run, event)
   const appended = status !== undefined && status !== 'running' && status !== 'queued' ? () => ownersDb.remove(runId) : undefined
   run.chain = Promise.all([run.chain, stored]).then(() => {
     busAdd({ key: runId, value: event.json, headers: run.headers, appended })
@@ -192,17 +207,29 @@ async function startLmdbRun (message) {
   return run.record
 }
 
-// --- memory: echo runs and SSE without persistence ---------------------------
+// --- memory, lmdb-sse: echo runs and SSE (lmdb-sse: each event committed first)
 
-const runs = new Map() // run_id → { record, events: [], subscribers: Set, abort }
+const runs = new Map() // run_id → { record, events: [], subscribers: Set, abort, done, ended, chain }
 const RETAIN_MS = 5000
 
 function formatEvent (e) {
   return `id: ${e.id}\nevent: ${e.type}\ndata: ${e.json}\n\n`
 }
 
+/** The next event of a run: streamed at once (memory), or once it is committed after the run's earlier ones (lmdb-sse: the promise of that). */
 function memEmit (run, status, patch, step) {
   const event = nextEvent(run, status, patch, step)
+  if (mode === 'memory') { memPublish(run, event); return undefined }
+  pendingWrites++
+  run.chain = Promise.all([run.chain, storeEvent(run, event)]).then(() => memPublish(run, event))
+    .catch(err => process.stderr.write(`runs-uws: append failed: ${err.message}\n`)).finally(() => { pendingWrites-- })
+  return run.chain
+}
+
+/** `then` without waiting a turn when nothing is pending, so memory answers in the same turn as before. */
+const whenCommitted = (pending, then) => (pending ? pending.then(then) : then())
+
+function memPublish (run, event) {
   run.events.push(event)
   const text = formatEvent(event)
   const terminal = event.type === 'run.completed' || event.type === 'run.failed'
@@ -214,6 +241,8 @@ function memEmit (run, status, patch, step) {
     })
   }
   if (terminal) {
+    // Not `done`, set when the terminal event is made: in lmdb-sse a stream opened before its commit must still get it.
+    run.ended = true
     run.subscribers.clear()
     // Forget ended runs after a while (the gateway keeps them in LMDB, off the heap): a heap that grows
     // with every run would make this baseline's GC pauses, not its delivery path, the tail.
@@ -223,28 +252,29 @@ function memEmit (run, status, patch, step) {
 
 const clampInt = (v, def, min, max) => (typeof v === 'number' && Number.isInteger(v) ? Math.min(max, Math.max(min, v)) : def)
 
+/** A run started: its queued record at once (memory) or once committed (lmdb-sse), then executed on the next turn. */
 function startMemoryRun (message, options) {
   const record = newRecord(message)
-  const run = { record, owner: owner(record), events: [], subscribers: new Set(), abort: new AbortController(), done: false }
+  const run = { record, owner: owner(record), events: [], subscribers: new Set(), abort: new AbortController(), done: false, ended: false, chain: Promise.resolve() }
   runs.set(run.record.run_id, run)
-  memEmit(run, 'queued', {})
   const steps = clampInt(options?.steps, 1, 0, 1000)
   const delay = clampInt(options?.delay_ms, 0, 0, 60000)
-  setImmediate(async () => {
+  const execute = async () => {
     if (run.done) return
     memEmit(run, 'running', { started_at: new Date().toISOString() })
     try {
       for (let i = 1; i <= steps; i++) {
         if (delay > 0) await sleep(delay, undefined, { signal: run.abort.signal })
         if (run.done) return
-        memEmit(run, undefined, {}, { step: i, text: message })
+        const committed = memEmit(run, undefined, {}, { step: i, text: message })
+        if (committed) await committed
       }
     } catch { return } // cancelled during the sleep
     if (run.done) return
     run.done = true
     memEmit(run, 'succeeded', { result: { output: message }, answer: message, ended_at: new Date().toISOString() })
-  })
-  return run.record
+  }
+  return whenCommitted(memEmit(run, 'queued', {}), () => { setImmediate(execute); return run.record })
 }
 
 function memoryStream (res, run, after) {
@@ -255,7 +285,7 @@ function memoryStream (res, run, after) {
     res.writeHeader('content-type', 'text/event-stream').writeHeader('cache-control', 'no-cache').writeHeader('connection', 'keep-alive').writeHeader('x-accel-buffering', 'no')
     res.write(': stream open\n\n')
     for (const e of run.events) if (e.id > after) res.write(formatEvent(e))
-    if (run.done) { sub.closed = true; res.end() }
+    if (run.ended) { sub.closed = true; res.end() }
   })
   if (!sub.closed) run.subscribers.add(sub)
 }
@@ -272,6 +302,7 @@ const app = uWS.App().any('/*', (res, req) => {
       if (typeof body?.message !== 'string') return send(res, '400 Bad Request', '{"error":"message is required"}')
       if (mode === 'bare') return send(res, '202 Accepted', accepted(newRecord(body.message)))
       if (mode === 'memory') return send(res, '202 Accepted', accepted(startMemoryRun(body.message, body.options)))
+      if (mode === 'lmdb-sse') return startMemoryRun(body.message, body.options).then(record => { if (!aborted()) send(res, '202 Accepted', accepted(record)) })
       const work = mode === 'lmdb-put'
         ? (async () => { const r = newRecord(body.message); await runsDb.put(r.run_id, JSON.stringify(r)); return r })()
         : startLmdbRun(body.message)
@@ -281,18 +312,18 @@ const app = uWS.App().any('/*', (res, req) => {
     return
   }
   const m = RUN_PATH.exec(url)
-  if (mode === 'memory' && m) {
+  if ((mode === 'memory' || mode === 'lmdb-sse') && m) {
     const run = runs.get(decodeURIComponent(m[1]))
     if (!run) { res.onAborted(() => {}); return send(res, '404 Not Found', '{"error":"run_not_found"}') }
     if (method === 'GET' && m[2] === undefined) return send(res, '200 OK', run.record)
     if (method === 'GET' && m[2] === '/stream') return memoryStream(res, run, Number(req.getHeader('last-event-id')) || 0)
     if (method === 'POST' && m[2] === '/cancel') {
-      res.onAborted(() => {})
+      let aborted = false
+      res.onAborted(() => { aborted = true })
       if (run.done) return send(res, '409 Conflict', '{"error":"run_not_in_flight"}')
       run.done = true
       run.abort.abort()
-      memEmit(run, 'cancelled', { ended_at: new Date().toISOString() })
-      return send(res, '200 OK', run.record)
+      return whenCommitted(memEmit(run, 'cancelled', { ended_at: new Date().toISOString() }), () => { if (!aborted) send(res, '200 OK', run.record) })
     }
   }
   if (method === 'GET' && url === '/health') return send(res, '200 OK', '{"status":"ok"}')

@@ -15,8 +15,11 @@
 //               D ms apart) in flight, S streams each, and times every
 //               run.completed from the server's ended_at stamp to its arrival
 //               (same machine, same clock), at a light load (10 × 2) and at
-//               the full one (50 × 4). Rows: uws-sse-memory (runs-uws.mjs
-//               MODE=memory: the same SSE, nothing persisted), gateway.
+//               the full one (50 × 4). Rows:
+//                 uws-sse-memory    runs-uws.mjs MODE=memory: the same SSE, nothing persisted
+//                 uws-sse-lmdb      MODE=lmdb-sse: + each event committed to LMDB before it is
+//                                   streamed, the design's rule and nothing else of the gateway
+//                 gateway
 //   capacity    the same client opens streams on in-flight runs up to each
 //               level (1,000, 5,000, 10,000) and reads the server's VmRSS;
 //               then cancels the runs and times the end of every stream.
@@ -56,7 +59,7 @@ export default {
         rows.push(...[await measure(t)].flat())
       }
     }
-    const sseTargets = () => [baselineTarget(k, 'uws-sse-memory', 'memory'), gatewayTarget(k)]
+    const sseTargets = () => [baselineTarget(k, 'uws-sse-memory', 'memory'), baselineTarget(k, 'uws-sse-lmdb', 'lmdb-sse'), gatewayTarget(k)]
 
     if (k.phases.includes('throughput')) {
       await each('throughput', [
@@ -75,7 +78,8 @@ export default {
         await each(`delivery (${point.concurrency} runs × ${point.subscribers} streams)`, sseTargets(), t => delivery(ctx, k, t, point, name))
       }
     }
-    if (k.phases.includes('capacity')) await each('capacity', sseTargets(), t => capacity(ctx, k, t, hard))
+    // Streams held against RSS: the floor there is memory's; the commit rule is a latency cost, shown by delivery.
+    if (k.phases.includes('capacity')) await each('capacity', [baselineTarget(k, 'uws-sse-memory', 'memory'), gatewayTarget(k)], t => capacity(ctx, k, t, hard))
 
     const notes = [
       ...throughputNotes(ctx, rows),

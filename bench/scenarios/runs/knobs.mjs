@@ -55,7 +55,11 @@ export function gatewayTarget (k, { label = 'gateway', logLevel } = {}) {
   return { ...t, start: async ctx => ({ ...await t.start(ctx), persisted: true, api: true }) }
 }
 
-/** bench/baselines/runs-uws.mjs in `mode` (bare, lmdb-put, lmdb-run, memory). */
+/**
+ * bench/baselines/runs-uws.mjs in `mode` (bare, lmdb-put, lmdb-run, memory, lmdb-sse).
+ * `api`: serves GET /runs/{id} and its stream. `persisted`: its LMDB holds whole runs and their bus
+ * messages, as throughput's reader checks them; not lmdb-sse (no bus, its API forgets ended runs after 5 s).
+ */
 export function baselineTarget (k, label, mode) {
   const t = baseline({
     label,
@@ -64,5 +68,5 @@ export function baselineTarget (k, label, mode) {
     ready: listeningLine('runs-uws listening'),
     env: () => ({ MODE: mode, ...(mode.startsWith('lmdb') ? { DATA_DIR: tempDir('bench-runs-data-') } : {}) })
   })
-  return { ...t, start: async ctx => { const s = await t.start(ctx); return { ...s, dataDir: s.env.DATA_DIR, mode, persisted: mode === 'lmdb-run', api: mode === 'memory' } } }
+  return { ...t, start: async ctx => { const s = await t.start(ctx); return { ...s, dataDir: s.env.DATA_DIR, mode, persisted: mode === 'lmdb-run', api: mode === 'memory' || mode === 'lmdb-sse' } } }
 }

@@ -65,6 +65,16 @@ export function verdicts (rows, threshold) {
     notes.push(`target SSE p99 ≤ ${RATIOS.sseVsMemory}× in-memory SSE (${dl.loadPoint.concurrency} × ${dl.loadPoint.subscribers}): gateway ${fmt.ms(dl.deliveryMs.p99)} ms / uws-sse-memory ${fmt.ms(mem.deliveryMs.p99)} ms = ${fmt.ratio(ratio)} over every live delivery (run.completed alone: ${fmt.ms(dl.completedMs?.p99)} / ${fmt.ms(mem.completedMs?.p99)} ms): ` +
       verdict(ratio <= RATIOS.sseVsMemory, [dl, mem], threshold))
   }
+  // Not a target: how much of the gateway's delivery latency the design's commit-before-stream rule alone accounts for.
+  const delivered = (label, load) => rows.find(r => r.phase === 'delivery' && r.label === label && r.load === load && !r.error && r.deliveryMs?.n)
+  for (const lm of rows.filter(r => r.phase === 'delivery' && r.label === 'uws-sse-lmdb' && !r.error && r.deliveryMs?.n)) {
+    const mem = delivered('uws-sse-memory', lm.load)
+    const gwd = delivered('gateway', lm.load)
+    if (!mem && !gwd) continue
+    notes.push(`commit-before-stream floor (${lm.loadPoint.concurrency} × ${lm.loadPoint.subscribers}): uws-sse-lmdb p99 ${fmt.ms(lm.deliveryMs.p99)} ms` +
+      (mem ? ` / uws-sse-memory ${fmt.ms(mem.deliveryMs.p99)} ms = ${fmt.ratio(lm.deliveryMs.p99 / mem.deliveryMs.p99)}` : '') +
+      (gwd ? `; gateway / uws-sse-lmdb = ${fmt.ratio(gwd.deliveryMs.p99 / lm.deliveryMs.p99)}` : ''))
+  }
   const cp = rows.filter(r => r.phase === 'capacity' && r.label === 'gateway' && !r.error).at(-1)
   if (cp) {
     const l = cp.levelStats
