@@ -227,13 +227,14 @@ export class HarnessService {
     }
   }
 
-  private async begin (ctx: RequestContext, tenant: string): Promise<RunRecord> {
+  /** Starts the run the request asks for. A bad request throws before anything starts. */
+  private begin (ctx: RequestContext, tenant: string): Promise<RunRecord> {
     requireJsonBody(ctx.headers['content-type'])
     const request = parseRunRequest(ctx.json(), m => this.manager.hasMode(m), DEFAULT_MODE)
-    const record = await this.manager.start({ tenant, ...request })
+    const started = this.manager.start({ tenant, ...request })
+    if (!this.replica) return started
     // Read-your-writes across nodes: the answer waits for the run's first event to be on the log the other nodes read (see `owned`).
-    if (this.replica) await this.outbox.published(record.run_id, 1, MISS_WAIT_MS)
-    return record
+    return started.then(record => this.outbox.published(record.run_id, 1, MISS_WAIT_MS).then(() => record))
   }
 
   private async runSync (ctx: RequestContext, tenant: string): Promise<Reply> {
@@ -242,10 +243,8 @@ export class HarnessService {
     return this.withEvents(isTerminal(record.status) ? 200 : 202, record)
   }
 
-  private async runAsync (ctx: RequestContext, tenant: string): Promise<Reply> {
-    const record = await this.begin(ctx, tenant)
-    const self = `/runs/${record.run_id}`
-    return { status: 202, body: { run_id: record.run_id, status: record.status, links: { self, stream: `${self}/stream`, cancel: `${self}/cancel` } } }
+  private runAsync (ctx: RequestContext, tenant: string): Promise<Reply> {
+    return this.begin(ctx, tenant).then(accepted)
   }
 
   /**
@@ -334,4 +333,10 @@ export class HarnessService {
     })
     return undefined
   }
+}
+
+/** `POST /runs:start`'s 202: the run's id, its status and where to follow it. */
+function accepted (record: RunRecord): Reply {
+  const self = `/runs/${record.run_id}`
+  return { status: 202, body: { run_id: record.run_id, status: record.status, links: { self, stream: `${self}/stream`, cancel: `${self}/cancel` } } }
 }

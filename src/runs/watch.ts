@@ -65,10 +65,11 @@ export class RunFeed {
   /** A committed event; only lifecycle events (those carrying a record) are transitions. */
   publish (event: RunEvent): void {
     if (event.record === undefined) return
-    const tenant = OWNER.exec(event.json)?.[1]
-    if (tenant === undefined) return
     const id = ++this.seq
-    if (!this.recorded.has(tenant)) return
+    // Most gateways are never watched: no tenant to keep for, no need to read this event's.
+    if (this.recorded.size === 0) return
+    const tenant = OWNER.exec(event.json)?.[1]
+    if (tenant === undefined || !this.recorded.has(tenant)) return
     const entry: Entry = { tenant, event: { id, type: event.type, json: event.json } }
     this.kept.push(entry)
     this.bytes += event.json.length
