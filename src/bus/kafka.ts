@@ -1,6 +1,7 @@
-import { Kafka, logLevel, type Message, type Producer, type Admin, type KafkaConfig, type LogEntry } from 'kafkajs'
+import type { Kafka, Message, Producer, Admin } from 'kafkajs'
 import type { Logger } from 'pino'
 import type { Config } from '../config/index.js'
+import { kafkaClient } from './kafka-client.js'
 import { installFastProduce } from './kafka-produce.js'
 import { KafkaSubscription } from './kafka-subscription.js'
 import { keyPartitioner } from './partitioner.js'
@@ -17,10 +18,6 @@ const RECHECK_MS = 1000
  * instead of 503 at once.
  */
 const PROBE_DEADLINE_MS = 1500
-
-const LEVELS: Record<number, 'error' | 'warn' | 'info' | 'debug'> = {
-  [logLevel.ERROR]: 'error', [logLevel.WARN]: 'warn', [logLevel.INFO]: 'info', [logLevel.DEBUG]: 'debug'
-}
 
 /**
  * Kafka (or Redpanda) through kafkajs: an idempotent producer with acks = all.
@@ -55,21 +52,7 @@ export class KafkaBus implements FollowableBus {
 
   /** `kafka` replaces the client made from `config` (tests drive the bus with a stand-in). */
   constructor (private readonly config: Config, private readonly log: Logger, kafka?: Kafka) {
-    const kafkaLog = log.child({ component: 'kafkajs' })
-    const options: KafkaConfig = {
-      clientId: config.kafkaClientId,
-      brokers: [...(config.kafkaBrokers ?? [])],
-      ssl: config.kafkaTls,
-      connectionTimeout: 3000,
-      requestTimeout: 10000,
-      retry: { initialRetryTime: 200, maxRetryTime: 2000, retries: 5 },
-      logLevel: logLevel.WARN,
-      logCreator: () => ({ level, log: entry }: LogEntry) => { kafkaLog[LEVELS[level] ?? 'info']({ ...entry, message: undefined }, entry.message) }
-    }
-    if (config.kafkaSaslMechanism) {
-      options.sasl = { mechanism: config.kafkaSaslMechanism, username: config.kafkaUsername!, password: config.kafkaPassword! } as KafkaConfig['sasl']
-    }
-    this.kafka = kafka ?? new Kafka(options)
+    this.kafka = kafka ?? kafkaClient(config, log)
     this.fastProduce = installFastProduce()
     if (!this.fastProduce) log.warn('kafkajs is not the version its produce encoder was checked against: using its own, slower one')
     this.topics = [config.topicTelemetry, config.topicEvidence, config.topicRuns, config.topicRunsControl]
