@@ -1,15 +1,16 @@
 import type { Logger } from 'pino'
 import { Registry, collectDefaultMetrics } from 'prom-client'
 import { AuthService, LmdbClientStore, LmdbKeyVault, SharedClientStore, SharedKeyVault, type AuthStores } from './auth/index.js'
-import { createBus } from './bus/index.js'
+import { hostname } from 'node:os'
+import { createBus, createKafkaClient } from './bus/index.js'
 import { NodeHeartbeats, SharedDocuments, clusterOwner } from './cluster/index.js'
 import { isCluster, type Config } from './config/index.js'
 import { HttpServer, bodyBudget, loadUws, type HttpServerOptions } from './http/index.js'
-import { IdleCollector, Readiness, capYoungGeneration, disablePretenuring, metricsSource, opsRoutes, openApiRoute, type OpenApiPart } from './ops/index.js'
+import { IdleCollector, Readiness, capYoungGeneration, disablePretenuring, metricsSource, opsRoutes, openApiRoute, workerSlot, type OpenApiPart } from './ops/index.js'
 import { EvidenceService, SharedClaims, evidenceOpenApi, type IdempotencyClaims } from './evidence/index.js'
 import { consoleRoutes } from './console/index.js'
 import { FrontDoor } from './frontdoor/index.js'
-import { HarnessService, harnessOpenApi } from './runs/index.js'
+import { HarnessService, harnessOpenApi, type HarnessCluster } from './runs/index.js'
 import { TelemetryService, telemetryOpenApi } from './telemetry/index.js'
 import { createObjectStore } from './storage/index.js'
 import { checkState, openState, Incarnation } from './state/index.js'
@@ -42,15 +43,13 @@ export async function startGateway (config: Config, log: Logger): Promise<Gatewa
   const stoppers: Array<() => Promise<void> | void> = [() => incarnation.stop(), () => bus.close()]
   let authStores: AuthStores = { clients: new LmdbClientStore(state), keys: new LmdbKeyVault(state) }
   let sharedClaims: IdempotencyClaims | undefined
-  // Each node tells the others it lives by a heartbeat in S3 (claims and runs of a dead node are taken over).
-  let nodeAlive: ((incarnation: string) => Promise<boolean>) | undefined
+  // Each node tells the others it lives by a heartbeat in S3 (the evidence claims of a dead node are taken over).
   if (isCluster(config)) {
     const documents = new SharedDocuments(config)
     await documents.start()
     // Beating before anything is claimed: no claim of this node is ever held by an incarnation without a heartbeat.
     const nodes = new NodeHeartbeats(documents, incarnation.id, log.child({ component: 'heartbeat' }))
     await nodes.start()
-    nodeAlive = id => nodes.isAlive(id)
     // Stopped after everything that holds claims (stoppers run in reverse).
     stoppers.push(() => documents.stop(), () => nodes.stop())
     authStores = { clients: new SharedClientStore(documents), keys: new SharedKeyVault(documents) }
@@ -58,6 +57,8 @@ export async function startGateway (config: Config, log: Logger): Promise<Gatewa
   }
   // Streams that never end by themselves (the run watch), ended as the servers stop taking requests.
   const closing: Array<() => void> = []
+  // Work that may take long on a large DATA_DIR, begun once every server listens.
+  const afterListen: Array<() => void> = []
 
   // One budget for the JSON bodies of every server in the process.
   const http: Omit<HttpServerOptions, 'name'> = {
@@ -102,7 +103,16 @@ export async function startGateway (config: Config, log: Logger): Promise<Gatewa
 
   let harnessPort: number | undefined
   if (roles.has('harness')) {
-    const harness = new HarnessService(config, state, bus, log, incarnation, registry, nodeAlive && { isAlive: nodeAlive })
+    // In a cluster the other members forward requests for this process's runs to its own listener (every worker has one).
+    let peer: HttpServer | undefined
+    let cluster: HarnessCluster | undefined
+    if (isCluster(config)) {
+      peer = new HttpServer({ ...http, name: 'harness_peer', errors: 'harness' })
+      servers.push(peer)
+      const port = await peer.listen(config.host, config.harnessPeerPort === 0 ? 0 : config.harnessPeerPort + (workerSlot() ?? 1) - 1)
+      cluster = { kafka: await createKafkaClient(config, log), url: `http://${advertisedHost(config)}:${port}` }
+    }
+    const harness = new HarnessService(config, state, bus, log, incarnation, registry, cluster)
     await harness.start()
     stoppers.push(() => harness.stop())
     closing.push(() => harness.closeWatchers())
@@ -112,12 +122,15 @@ export async function startGateway (config: Config, log: Logger): Promise<Gatewa
     harnessReadiness.add('lmdb', () => checkState(state))
     harnessReadiness.add('jwks', () => harness.probe())
     harnessReadiness.add('bus', () => harness.busState())
+    if (cluster) harnessReadiness.add('runs', () => harness.clusterState())
     // `/metrics` here too: the console served on this port reads the ingest rates from its own origin.
     opsRoutes(harnessReadiness, metricsSource(registry)).forEach(r => server.route(r))
     server.route(openApiRoute([harnessOpenApi]))
     harness.routes().forEach(r => server.route(r))
+    if (peer) harness.routes(true).forEach(r => peer.route(r))
     consoleRoutes().forEach(r => server.route(r))
     harnessPort = await server.listen(config.host, config.harnessPort)
+    afterListen.push(() => harness.afterListen())
   }
 
   if (roles.has('frontdoor')) {
@@ -126,6 +139,7 @@ export async function startGateway (config: Config, log: Logger): Promise<Gatewa
   }
 
   const port = main ? await main.listen(config.host, config.port) : undefined
+  for (const then of afterListen) then()
   log.info({ port, harnessPort, roles: [...roles], bus: bus.kind, storage: config.storage, cluster: isCluster(config), incarnation: incarnation.id }, 'gateway listening')
 
   return {
@@ -148,4 +162,11 @@ export async function startGateway (config: Config, log: Logger): Promise<Gatewa
       return { drained }
     }
   }
+}
+
+/** Where the other members of a cluster reach this process: CLUSTER_ADVERTISED_HOST, or HOST unless it listens everywhere. */
+function advertisedHost (config: Config): string {
+  if (config.clusterAdvertisedHost !== undefined) return config.clusterAdvertisedHost
+  if (config.host === '0.0.0.0' || config.host === '::' || config.host === '') return hostname()
+  return config.host.includes(':') ? `[${config.host}]` : config.host
 }

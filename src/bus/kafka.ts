@@ -1,6 +1,6 @@
 import type { Kafka, Message, Producer, Admin } from 'kafkajs'
 import type { Logger } from 'pino'
-import type { Config } from '../config/index.js'
+import { isCluster, type Config } from '../config/index.js'
 import { kafkaClient } from './kafka-client.js'
 import { installFastProduce } from './kafka-produce.js'
 import { KafkaSubscription } from './kafka-subscription.js'
@@ -55,7 +55,8 @@ export class KafkaBus implements FollowableBus {
     this.kafka = kafka ?? kafkaClient(config, log)
     this.fastProduce = installFastProduce()
     if (!this.fastProduce) log.warn('kafkajs is not the version its produce encoder was checked against: using its own, slower one')
-    this.topics = [config.topicTelemetry, config.topicEvidence, config.topicRuns, config.topicRunsControl]
+    // In a cluster the runs' own topics are made by the runs group, with the retention and partitions runs need.
+    this.topics = isCluster(config) ? [config.topicTelemetry, config.topicEvidence] : [config.topicTelemetry, config.topicEvidence, config.topicRuns]
   }
 
   /** Connects in the background: the gateway starts (not ready) while the broker is away. */

@@ -48,6 +48,11 @@ function keyHash (key: string | Buffer): number {
   return murmur2(scratch, key.length)
 }
 
+/** The partition Kafka's default partitioner puts `key` in, of `count`. */
+export function partitionOfKey (key: string, count: number): number {
+  return (keyHash(key) & 0x7fffffff) % count
+}
+
 /**
  * kafkajs's DefaultPartitioner (Java's, before sticky partitioning) with
  * murmur2 above: a message's own partition, else its key's hash modulo the
@@ -57,7 +62,7 @@ export const keyPartitioner: ICustomPartitioner = () => {
   const counters = new Map<string, number>()
   return ({ topic, partitionMetadata, message }) => {
     if (message.partition !== null && message.partition !== undefined) return message.partition
-    if (message.key !== null && message.key !== undefined) return (keyHash(message.key) & 0x7fffffff) % partitionMetadata.length
+    if (message.key !== null && message.key !== undefined) return typeof message.key === 'string' ? partitionOfKey(message.key, partitionMetadata.length) : (keyHash(message.key) & 0x7fffffff) % partitionMetadata.length
     const count = (counters.get(topic) ?? randomInt(2 ** 31)) + 1
     counters.set(topic, count)
     const available = partitionMetadata.filter(p => p.leader >= 0)

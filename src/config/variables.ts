@@ -63,7 +63,7 @@ export const variables = [
   { name: 'TOPIC_TELEMETRY', type: 'string', default: 'asset.telemetry.v1', description: 'telemetry topic, key `asset_id`' },
   { name: 'TOPIC_EVIDENCE', type: 'string', default: 'stream.events.v1', description: 'evidence topic, key `client_id/device_id`' },
   { name: 'TOPIC_RUNS', type: 'string', default: 'harness.runs.v1', description: 'every event of every run, key `run_id`' },
-  { name: 'TOPIC_RUNS_CONTROL', type: 'string', default: 'harness.control.v1', description: 'requests between the processes and nodes that share runs (cancel), key `run_id`' },
+  { name: 'TOPIC_RUNS_CONTROL', type: 'string', default: 'harness.control.v1', description: 'run commands (start, cancel) for the owner of each run\'s partition in a cluster, key `run_id`, as many partitions as TOPIC_RUNS; cancels between the processes of one DATA_DIR otherwise' },
 
   // Telemetry
   { name: 'TELEMETRY_BATCH_MAX', type: 'integer', default: 500, minimum: 1, description: 'records per batch' },
@@ -109,6 +109,10 @@ export const variables = [
   { name: 'HARNESS_SSE_BUFFER', type: 'integer', default: 256 * KiB, minimum: 1024, description: 'bytes queued per slow subscriber before it is closed' },
   { name: 'HARNESS_PUBLISH_BATCH_MAX', type: 'integer', default: 500, minimum: 1, description: 'run events per bus publish' },
   { name: 'HARNESS_PUBLISH_LINGER_MS', type: 'integer', default: 5, minimum: 0, description: 'longest wait before a partial batch of run events leaves' },
+  { name: 'HARNESS_GROUP_ID', type: 'string', default: 'evidence-gateway-runs', description: 'in a cluster, the Kafka consumer group that assigns the partitions of TOPIC_RUNS to processes, and the prefix of each partition\'s `transactional.id`' },
+  { name: 'HARNESS_SESSION_TIMEOUT_MS', type: 'integer', default: 10000, minimum: 1000, maximum: 300000, description: 'in a cluster, how long a process may go unheard before its partitions go to others (and it stops writing for them)' },
+  { name: 'HARNESS_PEER_PORT', type: 'integer', default: 8082, minimum: 0, maximum: 65535, description: 'in a cluster, where other members forward requests for the runs this process owns; worker i of WORKERS listens on this + i - 1 (0: any free port)' },
+  { name: 'CLUSTER_ADVERTISED_HOST', type: 'string', description: 'in a cluster, the host other members reach this process at (default HOST, or the machine\'s hostname when HOST is a wildcard)' },
   { name: 'HARNESS_LLM_URL', type: 'url', description: 'OpenAI-compatible base URL for `agentic` runs' },
   { name: 'HARNESS_LLM_MODEL', type: 'string', default: 'gpt-4o-mini', description: 'model name sent to it' },
   { name: 'HARNESS_LLM_API_KEY', type: 'string', description: 'bearer key sent to it' },
@@ -129,7 +133,7 @@ export const variables = [
  */
 export const ownedPrefixes: readonly string[] = [
   'AUTH_', 'BUS_', 'KAFKA_', 'TOPIC_', 'TELEMETRY_', 'STORAGE_', 'S3_', 'EVIDENCE_',
-  'IDEMPOTENCY_', 'HARNESS_', 'SVC_HARNESS_', 'IDP_', 'FRONTDOOR_', 'ORGS_', 'SHUTDOWN_',
+  'IDEMPOTENCY_', 'HARNESS_', 'SVC_HARNESS_', 'IDP_', 'FRONTDOOR_', 'ORGS_', 'SHUTDOWN_', 'CLUSTER_',
   // Not all of HTTP_: HTTP_PROXY and its kin belong to other tools.
   'HTTP_BODY_', 'HTTP_DRAIN_'
 ]

@@ -1,11 +1,10 @@
 import { signTenantAssertion, TENANT_ASSERTION_HEADER, type KeyStore } from '../auth/index.js'
 import type { Config } from '../config/index.js'
-import { type RequestContext, type Route } from '../http/index.js'
+import { proxy, upstreamOf, type RequestContext, type Route, type Upstream } from '../http/index.js'
 import { GatewayError } from '../errors.js'
 import { exchangeToken, remoteKeys, verifyCaller, type CallerSettings } from './caller.js'
 import { rerootLinks } from './links.js'
 import { loadOrgs, type Org } from './orgs.js'
-import { proxy, upstreamOf, type Upstream } from './proxy.js'
 import { FRONTED_ROUTES, matchFronted } from './routes.js'
 
 const TENANT_HEADER = 'x-svc-tenant-client-id'

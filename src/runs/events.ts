@@ -58,6 +58,14 @@ export function encodeEvent (owner: string, id: number, type: string, message: s
   return { id, type, json: `{"id":"${id}","type":"${type}","seq":${id},${owner},"message":${JSON.stringify(message)},"data":${dataJson},"created_at":"${createdAt}"}` }
 }
 
+/** The tenant at the head of every event `encodeEvent` writes, found without parsing the event. */
+const TENANT = /^\{"id":"\d+","type":"[a-z_.]+","seq":\d+,"run_id":"(?:[^"\\]*)","tenant_id":"([^"\\]*)"/
+
+/** The tenant an event of this harness names, or undefined for text it did not write. */
+export function eventTenant (json: string): string | undefined {
+  return TENANT.exec(json)?.[1]
+}
+
 /** The layout `encodeEvent` writes, as far as reading it back needs. */
 const STORED = /^\{"id":"(\d+)","type":"([a-z_.]+)"/
 

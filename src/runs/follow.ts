@@ -39,7 +39,7 @@ export async function followRun (sse: SseStream, runId: string, after: number, s
     if (replaying) return
     sse.event(e)
     if (TERMINAL_EVENT_TYPES.has(e.type)) sse.end()
-  })
+  }, () => sse.end())
   sse.onClose(unsubscribe)
   let cursor = after
   while (!sse.closed) {

@@ -1,4 +1,4 @@
-export { HarnessService } from './service.js'
+export { HarnessService, type HarnessCluster } from './service.js'
 export { HarnessGate, TENANT_HEADER } from './gate.js'
 export { RunManager } from './manager.js'
 export { LIFECYCLE, runLifecycle } from './machine.js'

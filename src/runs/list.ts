@@ -36,8 +36,6 @@ export interface RunPage {
 }
 
 const bad = (detail: string): GatewayError => new GatewayError('validation_error', detail)
-/** An index entry commits with its run's first event, whose own write reports a failed commit. */
-const ignore = (): void => {}
 
 /**
  * The query of `GET /runs`: `status` and `mode` (comma-separated lists),
@@ -90,37 +88,33 @@ function idPrefix (ms: number): string {
   return `run-${hex.slice(0, 8)}-${hex.slice(8)}`
 }
 
-function encodeCursor (runId: string): string {
+export function encodeCursor (runId: string): string {
   return Buffer.from(runId).toString('base64url')
 }
 
-function decodeCursor (cursor: string): string {
+export function decodeCursor (cursor: string): string {
   const id = /^[A-Za-z0-9_-]{1,200}$/.test(cursor) ? Buffer.from(cursor, 'base64url').toString('utf8') : ''
   if (!id.startsWith(BOTTOM) || !isStorageId(id)) throw bad('cursor is not a next_cursor of this list')
   return id
 }
 
 /**
- * `runs-by-tenant-v1`: (tenant, run_id) for every run, so a tenant's runs
+ * `runs-by-tenant-v1`: (tenant, run_id) for every run, written by the store
+ * with the run's first event and removed with the run, so a tenant's runs
  * are listed newest first by reading its own keys backwards, however many
- * runs other tenants have. The entry is written when the run is created, in
- * the same commit as its first event, and dropped by `prune` once retention
- * has removed the run.
+ * runs other tenants have.
  */
 export class RunIndex {
   private readonly db: Database<string, IndexKey>
 
-  constructor (private readonly state: StateStore) {
+  constructor (state: StateStore) {
     this.db = state.openDB<string, IndexKey>({ name: 'runs-by-tenant-v1', encoding: 'string' })
-  }
-
-  add (tenant: string, runId: string): void {
-    this.db.put([tenant, runId], '').catch(ignore)
   }
 
   /**
    * A page of the tenant's runs, newest first. `get` reads a run's current
-   * record (undefined for one retention has just removed).
+   * record (undefined for one retention has just removed, or one this
+   * process does not serve).
    */
   page (tenant: string, q: ListQuery, get: (runId: string) => RunRecord | undefined): RunPage {
     const filtered = q.status !== undefined || q.mode !== undefined
@@ -139,25 +133,5 @@ export class RunIndex {
       runs.push(record)
     }
     return { runs, next_cursor: null }
-  }
-
-  /** Fills the index from the runs stored before it existed (once: an index with any entry is taken as built). */
-  async build (runs: Iterable<{ tenant: string, runId: string }>): Promise<number> {
-    for (const _ of this.db.getKeys({ limit: 1 })) return 0
-    let n = 0
-    await this.state.transaction(() => {
-      for (const { tenant, runId } of runs) {
-        this.db.put([tenant, runId], '')
-        n++
-      }
-    })
-    return n
-  }
-
-  /** Drops the entries of runs that no longer exist (after the retention sweep). */
-  async prune (exists: (runId: string) => boolean): Promise<void> {
-    const gone = [...this.db.getKeys()].filter(([, runId]) => !exists(runId))
-    if (gone.length === 0) return
-    await this.state.transaction(() => { for (const key of gone) this.db.remove(key) })
   }
 }

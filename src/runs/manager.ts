@@ -13,6 +13,15 @@ import { GatewayError } from '../errors.js'
 
 const INTERRUPTED = { code: 'interrupted', message: 'the process stopped while the run was in flight' }
 
+/**
+ * Where a run's events are committed: LMDB alone on a single node (the
+ * store), the runs topic then LMDB in a cluster (the partition's writer). An
+ * event is streamed only once this resolves true.
+ */
+export interface EventLog {
+  append(runId: string, event: RunEvent): Promise<boolean>
+}
+
 /** Where committed events go after the live subscribers: the bus relay (`RunOutbox`). */
 export interface EventSink {
   track(runId: string, tenantId: string, createdAt: number): void
@@ -33,6 +42,8 @@ interface ActiveRun {
   pending: number
   /** Cancelled or interrupted: the mode is told to stop and its steps are no longer recorded. */
   stopped: boolean
+  /** Given up by this process (it lost the run's partition): nothing more of it is committed or streamed here. */
+  abandoned?: boolean
   /** Made when the mode first reads its signal: an echo run without a delay never does. */
   abort?: AbortController
   /** Made when someone first waits for the end (most runs are never waited for). */
@@ -48,7 +59,22 @@ export interface RunLimits {
 
 const NO_LIMITS: RunLimits = { total: Infinity, perTenant: Infinity }
 
+export interface ManagerOptions {
+  /** Where events are committed (default: the store). */
+  log?: EventLog
+  /**
+   * A mode starts only once the run's start is committed, so a run whose
+   * log says `queued` has done nothing yet and a new owner may start it
+   * again. On a single node the mode starts as the event is queued.
+   */
+  commitBeforeExecute?: boolean
+}
+
 export interface StartRun {
+  /** Given by whoever accepted the run, in a cluster; made here otherwise. */
+  runId?: string
+  /** When it was accepted (ms), with `runId`. */
+  createdAt?: number
   tenant: string
   mode: string
   message: string
@@ -65,6 +91,8 @@ export class RunManager {
   /** Runs in `active` by tenant: a run can last hours (echo's 1000 steps a minute apart), so one tenant must not hold them all. */
   private readonly activeByTenant = new Map<string, number>()
   private readonly actors = new ActorPool()
+  private readonly events: EventLog
+  private readonly commitBeforeExecute: boolean
 
   constructor (
     private readonly store: RunStore,
@@ -72,8 +100,12 @@ export class RunManager {
     private readonly modes: ReadonlyMap<string, Mode>,
     private readonly sink: EventSink,
     private readonly log: Logger,
-    private readonly limits: RunLimits = NO_LIMITS
-  ) {}
+    private readonly limits: RunLimits = NO_LIMITS,
+    options: ManagerOptions = {}
+  ) {
+    this.events = options.log ?? store
+    this.commitBeforeExecute = options.commitBeforeExecute ?? false
+  }
 
   hasMode (mode: string): boolean {
     return this.modes.has(mode)
@@ -81,6 +113,12 @@ export class RunManager {
 
   get (runId: string): RunRecord | undefined {
     return this.active.get(runId)?.record ?? this.store.get(runId)
+  }
+
+  /** Resolves once the events of the run made so far are committed (or could not be). */
+  committed (runId: string): Promise<void> {
+    const run = this.active.get(runId)
+    return run === undefined ? Promise.resolve() : run.chain.then(() => undefined, () => undefined)
   }
 
   /** True until the run's last event has been stored and streamed: after that, nothing more comes. */
@@ -92,18 +130,38 @@ export class RunManager {
     return this.active.size
   }
 
+  /** Why a start would be refused now (the in-flight bounds), or undefined. */
+  refusal (tenant: string): GatewayError | undefined {
+    const mine = this.activeByTenant.get(tenant) ?? 0
+    if (this.active.size < this.limits.total && mine < this.limits.perTenant) return undefined
+    const which = mine >= this.limits.perTenant ? `${this.limits.perTenant} for this tenant` : `${this.limits.total} in this process`
+    return new GatewayError('overloaded', 'runs_in_flight_limit', { headers: { 'retry-after': '1' }, details: { detail: `at most ${which} queued or running` } })
+  }
+
+  /**
+   * A run accepted elsewhere (a command of the cluster), which has no
+   * caller left to refuse: past the bounds, or for a mode this process does
+   * not have, it is recorded queued and then failed, with the reason as its
+   * error code.
+   */
+  accept (input: StartRun): Promise<RunRecord> {
+    const refused = this.hasMode(input.mode) ? this.refusal(input.tenant)?.message : 'unknown_mode'
+    return this.create(input, refused)
+  }
+
   /** Creates the run (stored as queued before this resolves) and starts it on the next turn. */
   async start (input: StartRun): Promise<RunRecord> {
-    const mine = this.activeByTenant.get(input.tenant) ?? 0
-    if (this.active.size >= this.limits.total || mine >= this.limits.perTenant) {
-      const which = mine >= this.limits.perTenant ? `${this.limits.perTenant} for this tenant` : `${this.limits.total} in this process`
-      throw new GatewayError('overloaded', 'runs_in_flight_limit', { headers: { 'retry-after': '1' }, details: { detail: `at most ${which} queued or running` } })
-    }
-    this.activeByTenant.set(input.tenant, mine + 1)
-    const now = Date.now()
+    const refused = this.refusal(input.tenant)
+    if (refused) throw refused
+    return this.create(input, undefined)
+  }
+
+  private async create (input: StartRun, refused: string | undefined): Promise<RunRecord> {
+    this.activeByTenant.set(input.tenant, (this.activeByTenant.get(input.tenant) ?? 0) + 1)
+    const now = input.createdAt ?? Date.now()
     const createdAt = isoNow(now)
     const record: RunRecord = {
-      run_id: `run-${uuidv7(now)}`,
+      run_id: input.runId ?? `run-${uuidv7(now)}`,
       tenant_id: input.tenant,
       mode: input.mode,
       message: input.message,
@@ -124,8 +182,9 @@ export class RunManager {
     this.active.set(record.run_id, run)
     this.sink.track(record.run_id, record.tenant_id, now)
     this.commit(run, record, lifecycleEvent(run, record, createdAt))
+    if (refused !== undefined) this.transition(run, { type: 'FAIL' }, { error: { code: refused, message: `the run was not started: ${refused}` }, ended_at: isoNow() })
     await run.chain
-    setImmediate(() => { this.execute(run, input).catch(err => this.log.error({ err, runId: record.run_id }, 'run execution failed')) })
+    if (refused === undefined) setImmediate(() => { this.execute(run, input).catch(err => this.log.error({ err, runId: record.run_id }, 'run execution failed')) })
     return run.record
   }
 
@@ -149,6 +208,26 @@ export class RunManager {
     stop(run)
     await run.chain
     return run.record
+  }
+
+  /**
+   * Gives up the runs `which` selects without ending them: this process lost
+   * their partition, and its next owner ends or resumes them from the log.
+   * Their modes are told to stop, nothing more of them is committed or
+   * streamed here, and whoever waits for their end gets the record as it is.
+   */
+  abandon (which: (runId: string) => boolean): string[] {
+    const given: string[] = []
+    for (const run of [...this.active.values()]) {
+      if (!which(run.record.run_id)) continue
+      run.abandoned = true
+      stop(run)
+      run.actor?.stop()
+      run.actor = undefined
+      this.release(run)
+      given.push(run.record.run_id)
+    }
+    return given
   }
 
   /**
@@ -183,6 +262,10 @@ export class RunManager {
 
   private async execute (run: ActiveRun, input: StartRun): Promise<void> {
     if (!this.transition(run, { type: 'START' }, { started_at: isoNow() })) return
+    if (this.commitBeforeExecute) {
+      await run.chain
+      if (run.abandoned) return
+    }
     const mode = this.modes.get(input.mode)!
     try {
       const result = await mode({
@@ -226,17 +309,20 @@ export class RunManager {
    * waits for one commit per event.
    */
   private commit (run: ActiveRun, record: RunRecord, event: RunEvent): void {
+    if (run.abandoned) return
     run.record = record
-    const stored = this.store.append(record.run_id, event)
+    const stored = this.events.append(record.run_id, event)
     // Usually every earlier event has been streamed already (a mode's emit
     // waits for its step), and then this one need only wait for its commit.
     const ready = run.pending === 0 ? stored : Promise.all([run.chain, stored])
     run.pending++
     run.chain = ready.then(() => {
+      if (run.abandoned) return
       this.hub.publish(record.run_id, event)
       this.sink.add(record.run_id, event, event.record !== undefined && isTerminal(record.status))
       this.settle(run, record)
     }, err => {
+      if (run.abandoned) return
       this.log.error({ err, runId: record.run_id }, 'could not store a run event; it is neither streamed nor published')
       // Even when its last event could not be stored, the run is over: left
       // active, its waiters and shutdown's drain would wait forever.
@@ -250,6 +336,12 @@ export class RunManager {
     const actor = run.actor
     run.actor = undefined
     if (actor !== undefined) this.actors.give(actor)
+    this.release(run)
+  }
+
+  /** The run leaves this process's books, and whoever waits for its end gets its record. */
+  private release (run: ActiveRun): void {
+    const record = run.record
     this.active.delete(record.run_id)
     const left = (this.activeByTenant.get(record.tenant_id) ?? 1) - 1
     if (left > 0) this.activeByTenant.set(record.tenant_id, left)

@@ -1,17 +1,38 @@
 import type { Database } from 'lmdb'
 import type { StateStore } from '../state/index.js'
 import { TERMINAL_EVENT_TYPES } from './catalogue.js'
-import { decodeEvent } from './events.js'
-import { isTerminal, type RunEvent, type RunRecord } from './types.js'
+import { decodeEvent, eventTenant } from './events.js'
+import type { RunEvent, RunRecord } from './types.js'
 
 type EventKey = [string, number]
+type PartitionKey = [number, string]
+type EndKey = [number, string]
 
 const LAST = Number.MAX_SAFE_INTEGER
+/** Runs one retention or cleanup transaction removes at most, so neither holds LMDB's write lock for long. */
+const REMOVE_SLICE = 2000
+const INDEXES_BUILT = 'indexes-v1'
 
 /** Where a run's event log ends: its newest id (0 when it has none) and whether that event ended the run. */
 export interface LogEnd {
   id: number
   terminal: boolean
+}
+
+/** An event read from a partition of the runs topic, to store with the partition's new position. */
+export interface LoggedEvent {
+  runId: string
+  event: RunEvent
+}
+
+export interface RunStoreOptions {
+  /**
+   * The partition of the runs topic a run belongs to, in a cluster. When
+   * set, the store also keeps the runs in flight and all runs by partition,
+   * so a new owner finds the runs it must end without reading every run, and
+   * a partition this process no longer owns is dropped in one range.
+   */
+  partitionOf?: (runId: string) => number
 }
 
 /**
@@ -21,18 +42,40 @@ export interface LogEnd {
  * - `run-events-v3`, key (run_id, event id): every event's `json`;
  * - `runs-v3`, key run_id: the record as of the run's last lifecycle event
  *   (written with it, in one transaction). Steps do not rewrite it, so its
- *   `last_event_id` is read from the event log.
+ *   `last_event_id` is read from the event log;
+ * - `runs-by-tenant-v1` (tenant, run_id), written with a run's first event:
+ *   what `GET /runs` pages through (`list.ts`);
+ * - `runs-by-end-v1` (ended_at in ms, run_id) → tenant, written with a run's
+ *   end: retention reads only the runs past it, however many runs there are;
+ * - with `partitionOf`: `runs-in-flight-v1` and `runs-by-partition-v1`
+ *   (partition, run_id), and `run-partitions-v1` partition → the offset of
+ *   the runs topic up to which this store holds the partition.
  *
- * (The `-v2` databases of the previous envelope and the msgpack ones before
- * them are not read.)
+ * Everything an event changes commits in one transaction with it.
  */
 export class RunStore {
   private readonly runs: Database<string, string>
   private readonly events: Database<string, EventKey>
+  private readonly tenants: Database<string, [string, string]>
+  private readonly ends: Database<string, EndKey>
+  private readonly meta: Database<string, string>
+  private readonly inFlight: Database<string, PartitionKey> | undefined
+  private readonly byPartition: Database<string, PartitionKey> | undefined
+  private readonly offsets: Database<number, number> | undefined
+  private readonly partitionOf: ((runId: string) => number) | undefined
 
-  constructor (private readonly state: StateStore) {
+  constructor (private readonly state: StateStore, options: RunStoreOptions = {}) {
     this.runs = state.openDB<string, string>({ name: 'runs-v3', encoding: 'string' })
     this.events = state.openDB<string, EventKey>({ name: 'run-events-v3', encoding: 'string' })
+    this.tenants = state.openDB<string, [string, string]>({ name: 'runs-by-tenant-v1', encoding: 'string' })
+    this.ends = state.openDB<string, EndKey>({ name: 'runs-by-end-v1', encoding: 'string' })
+    this.meta = state.openDB<string, string>({ name: 'run-store-meta', encoding: 'string' })
+    this.partitionOf = options.partitionOf
+    if (this.partitionOf) {
+      this.inFlight = state.openDB<string, PartitionKey>({ name: 'runs-in-flight-v1', encoding: 'string' })
+      this.byPartition = state.openDB<string, PartitionKey>({ name: 'runs-by-partition-v1', encoding: 'string' })
+      this.offsets = state.openDB<number, number>({ name: 'run-partitions-v1' })
+    }
   }
 
   get (runId: string): RunRecord | undefined {
@@ -41,19 +84,61 @@ export class RunStore {
   }
 
   /**
-   * Queues `event` for the next commit, with the run's new record when it is
-   * a lifecycle event, in one transaction. Resolves once committed; lmdb-js
-   * commits queued writes in call order, so the promises of successive calls
-   * resolve in order, and writes queued while a commit is in flight (any
-   * run's) go together into the next one.
+   * Queues `event` for the next commit, with the run's new record and index
+   * entries when it is a lifecycle event, in one transaction. Resolves once
+   * committed; lmdb-js commits queued writes in call order, so the promises
+   * of successive calls resolve in order, and writes queued while a commit
+   * is in flight (any run's) go together into the next one.
    */
   append (runId: string, event: RunEvent): Promise<boolean> {
-    const record = event.record
-    if (record === undefined) return this.events.put([runId, event.id], event.json)
-    return this.state.batch(() => {
-      this.runs.put(runId, record)
-      this.events.put([runId, event.id], event.json)
+    if (event.record === undefined) return this.events.put([runId, event.id], event.json)
+    return this.state.batch(() => this.write(runId, event))
+  }
+
+  /**
+   * Stores events of one partition as its log holds them, and the offset
+   * after them, in one transaction: an event is stored only when it is the
+   * next of its run (a repeat, or one after its run's end, is skipped), so
+   * reading a stretch of the log twice changes nothing. Returns the events
+   * stored.
+   */
+  async appendLogged (partition: number, nextOffset: number, logged: readonly LoggedEvent[]): Promise<LoggedEvent[]> {
+    const added: LoggedEvent[] = []
+    await this.state.transaction(() => {
+      const ends = new Map<string, LogEnd>()
+      for (const entry of logged) {
+        const end = ends.get(entry.runId) ?? this.logEnd(entry.runId)
+        if (end.terminal || entry.event.id !== end.id + 1) continue
+        ends.set(entry.runId, { id: entry.event.id, terminal: TERMINAL_EVENT_TYPES.has(entry.event.type) })
+        if (entry.event.record === undefined) this.events.put([entry.runId, entry.event.id], entry.event.json)
+        else this.write(entry.runId, entry.event)
+        added.push(entry)
+      }
+      this.offsets?.put(partition, nextOffset)
     })
+    return added
+  }
+
+  /** The offset of the runs topic up to which this store holds `partition` (0: nothing of it). */
+  partitionOffset (partition: number): number {
+    return this.offsets?.get(partition) ?? 0
+  }
+
+  /** Runs of `partition` whose end is not stored: what a new owner of the partition must end or resume. */
+  * inFlightOf (partition: number): Generator<string> {
+    if (!this.inFlight) return
+    for (const [, runId] of this.inFlight.getKeys({ start: [partition, ''], end: [partition + 1, ''] })) yield runId
+  }
+
+  /**
+   * The record with `events`, the run's stored events in order, as the
+   * origin's record has them. They are spliced in as the JSON they are
+   * stored as, not parsed and serialised again.
+   */
+  document (record: RunRecord): string {
+    const events = Array.from(this.eventsAfter(record.run_id), e => e.json).join(',')
+    const json = JSON.stringify(record)
+    return `${json.slice(0, -1)},"events":[${events}]}`
   }
 
   /** Events of a run after `afterId`, in order, at most `limit`. */
@@ -71,25 +156,112 @@ export class RunStore {
     return { id: 0, terminal: false }
   }
 
-  /** Ids of the runs whose id sorts at or after `from` (run ids sort by creation time), or of all runs. */
-  * runIdsFrom (from?: string): Generator<string> {
-    for (const key of this.runs.getKeys(from === undefined ? {} : { start: from })) yield key
+  /**
+   * Removes runs that ended before `cutoff` (ms), with their events and
+   * index entries, except those `keep` holds; returns how many. Reads only
+   * the end index, from its oldest entry up to the cutoff.
+   */
+  async removeEndedBefore (cutoff: number, keep: (runId: string) => boolean = () => false): Promise<number> {
+    let removed = 0
+    let from: EndKey = [0, '']
+    for (;;) {
+      const slice: Array<{ key: EndKey, tenant: string }> = []
+      for (const { key, value } of this.ends.getRange({ start: from, end: [cutoff, ''] })) {
+        from = [key[0], `${key[1]}\0`]
+        if (keep(key[1])) continue
+        slice.push({ key, tenant: value })
+        if (slice.length === REMOVE_SLICE) break
+      }
+      if (slice.length === 0) return removed
+      await this.state.transaction(() => {
+        for (const { key, tenant } of slice) {
+          this.ends.remove(key)
+          this.removeRun(key[1], tenant)
+          if (this.partitionOf) this.byPartition!.remove([this.partitionOf(key[1]), key[1]])
+        }
+      })
+      removed += slice.length
+      await new Promise(resolve => setImmediate(resolve))
+    }
   }
 
-  /** Removes terminal runs that ended before `cutoff` (ms), with their events, except those `keep` holds; returns how many. */
-  async removeEndedBefore (cutoff: number, keep: (runId: string) => boolean = () => false): Promise<number> {
-    const doomed: string[] = []
-    for (const { value } of this.runs.getRange()) {
-      const record = JSON.parse(value) as RunRecord
-      if (isTerminal(record.status) && record.ended_at !== null && Date.parse(record.ended_at) < cutoff && !keep(record.run_id)) doomed.push(record.run_id)
+  /**
+   * Forgets a partition this process no longer owns (its next owner has it
+   * from the log): every run of it, and its offset, so a later owner here
+   * reads it again from the start of the log.
+   */
+  async dropPartition (partition: number): Promise<number> {
+    if (!this.byPartition) return 0
+    let dropped = 0
+    for (;;) {
+      const ids = [...this.byPartition.getKeys({ start: [partition, ''], end: [partition + 1, ''], limit: REMOVE_SLICE })].map(([, runId]) => runId)
+      await this.state.transaction(() => {
+        if (ids.length === 0) this.offsets!.remove(partition)
+        for (const runId of ids) {
+          const record = this.runs.get(runId)
+          const tenant = record === undefined ? undefined : OWNER_OF_RECORD.exec(record)?.[1]
+          const endedAt = record === undefined ? undefined : ENDED_OF_RECORD.exec(record)?.[1]
+          if (endedAt !== undefined) this.ends.remove([Date.parse(endedAt), runId])
+          this.removeRun(runId, tenant)
+          this.inFlight!.remove([partition, runId])
+          this.byPartition!.remove([partition, runId])
+        }
+      })
+      if (ids.length === 0) return dropped
+      dropped += ids.length
+      await new Promise(resolve => setImmediate(resolve))
     }
-    await this.state.transaction(() => {
-      for (const id of doomed) {
-        this.runs.remove(id)
-        for (const key of this.events.getKeys({ start: [id, 0], end: [id, LAST] })) this.events.remove(key)
-      }
-    })
-    return doomed.length
+  }
+
+  /**
+   * Fills the tenant and end indexes for runs stored before they existed,
+   * once, in slices with the event loop free between them: call after the
+   * gateway listens. A store whose indexes were built returns at once.
+   */
+  async buildIndexes (): Promise<number> {
+    if (this.meta.get(INDEXES_BUILT) !== undefined) return 0
+    let built = 0
+    let from = ''
+    for (;;) {
+      const slice = [...this.runs.getRange({ start: from, limit: REMOVE_SLICE })].filter(({ key }) => key !== from)
+      if (slice.length === 0) break
+      from = slice.at(-1)!.key
+      await this.state.transaction(() => {
+        for (const { key, value } of slice) {
+          const record = JSON.parse(value) as RunRecord
+          this.tenants.put([record.tenant_id, key], '')
+          if (record.ended_at !== null && record.ended_at !== undefined) this.ends.put([Date.parse(record.ended_at), key], record.tenant_id)
+        }
+      })
+      built += slice.length
+      await new Promise(resolve => setImmediate(resolve))
+    }
+    await this.meta.put(INDEXES_BUILT, new Date().toISOString())
+    return built
+  }
+
+  /** The writes of a lifecycle event (inside a transaction): the record, the event and the index entries it changes. */
+  private write (runId: string, event: RunEvent): void {
+    this.runs.put(runId, event.record!)
+    this.events.put([runId, event.id], event.json)
+    const partition = this.partitionOf?.(runId)
+    if (event.id === 1) {
+      this.tenants.put([eventTenant(event.json) ?? '', runId], '')
+      if (partition !== undefined) this.byPartition!.put([partition, runId], '')
+    }
+    if (TERMINAL_EVENT_TYPES.has(event.type)) {
+      this.ends.put([Date.parse(ENDED_OF_RECORD.exec(event.record!)?.[1] ?? ''), runId], eventTenant(event.json) ?? '')
+      if (partition !== undefined) this.inFlight!.remove([partition, runId])
+    } else if (partition !== undefined) {
+      this.inFlight!.put([partition, runId], '')
+    }
+  }
+
+  /** A run's record, events and tenant entry (inside a transaction). */
+  private removeRun (runId: string, tenant: string | undefined): void {
+    this.runs.remove(runId)
+    if (tenant !== undefined) this.tenants.remove([tenant, runId])
+    for (const key of this.events.getKeys({ start: [runId, 0], end: [runId, LAST] })) this.events.remove(key)
   }
 
   /** `record` with `last_event_id` set to the id of the run's newest stored event. */
@@ -98,3 +270,7 @@ export class RunStore {
     return record
   }
 }
+
+/** A stored record's tenant and end, read without parsing its (possibly large) message. */
+const OWNER_OF_RECORD = /^\{"run_id":"(?:[^"\\]*)","tenant_id":"([^"\\]*)"/
+const ENDED_OF_RECORD = /,"ended_at":"([^"]+)"/

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import { GatewayError } from '../errors.js'
 import type { RequestContext } from '../http/index.js'
+import { eventTenant } from './events.js'
 import { SseStream } from './sse.js'
 import type { RunEvent } from './types.js'
 
@@ -15,8 +16,7 @@ export const FEED_KEEP_BYTES = 8 * 1024 * 1024
  */
 export const FEED_KEEP_TENANTS = 10_000
 
-/** `encodeEvent`'s layout up to the tenant: the owner of a stored event, read without parsing it. */
-const OWNER = /^\{"id":"\d+","type":"[a-z_.]+","seq":\d+,"run_id":"[^"\\]*","tenant_id":"([^"\\]*)"/
+/** A Last-Event-ID of this feed: `<epoch>.<n>`. */
 const LAST_ID = /^([0-9a-z]{1,32})\.(\d{1,15})$/
 
 interface Entry {
@@ -68,7 +68,7 @@ export class RunFeed {
     const id = ++this.seq
     // Most gateways are never watched: no tenant to keep for, no need to read this event's.
     if (this.recorded.size === 0) return
-    const tenant = OWNER.exec(event.json)?.[1]
+    const tenant = eventTenant(event.json)
     if (tenant === undefined || !this.recorded.has(tenant)) return
     const entry: Entry = { tenant, event: { id, type: event.type, json: event.json } }
     this.kept.push(entry)

@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process'
+import { readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { createInterface } from 'node:readline'
 
@@ -11,8 +12,11 @@ export const GATEWAY_BIN = fileURLToPath(new URL('../../bin/gateway.js', import.
  * 0.5 s of start-up, and the suite starts hundreds. `env` execs node, so the
  * child's pid, signals and exit code are node's own.
  */
-function gatewayCommand (args: string[]): [string, string[]] {
-  return ['env', ['-u', 'NODE_OPTIONS', process.execPath, GATEWAY_BIN, ...args]]
+function gatewayCommand (args: string[], isolated = false): [string, string[]] {
+  const command: [string, string[]] = ['env', ['-u', 'NODE_OPTIONS', process.execPath, GATEWAY_BIN, ...args]]
+  // Its own pid namespace, as on a machine of its own: it sees no other node's processes, nor they its.
+  // --kill-child: the node dies with `unshare`, even when that is killed -9.
+  return isolated ? ['unshare', ['--pid', '--fork', '--mount-proc', '--kill-child=SIGKILL', '--', command[0], ...command[1]]] : command
 }
 
 interface Tap { teardown(fn: () => unknown): void }
@@ -26,11 +30,28 @@ export interface Child {
   /** Resolves with the first log line matching `msg`, already seen or still to come. */
   waitFor(msg: string): Promise<Record<string, unknown>>
   exit: Promise<number | null>
+  /** Sends `signal` to the gateway's node process itself (inside its namespace, when isolated). */
+  signal(signal: NodeJS.Signals): Promise<void>
+}
+
+export interface SpawnOptions {
+  /** In a pid namespace of its own (`unshare --pid --fork --mount-proc`), as a node on another machine. */
+  isolated?: boolean
+}
+
+/** The pid, in this namespace, of the one child `unshare --fork` made: the gateway. */
+async function childPid (pid: number): Promise<number> {
+  for (let i = 0; i < 200; i++) {
+    const children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim()
+    if (children !== '') return Number(children.split(' ')[0])
+    await new Promise(resolve => setTimeout(resolve, 10))
+  }
+  throw new Error(`unshare (pid ${pid}) has no child`)
 }
 
 /** Runs `gateway` from dist as a real process; killed at teardown if still alive. */
-export function spawnGateway (t: Tap, args: string[], env: Record<string, string>): Child {
-  const proc = spawn(...gatewayCommand(args), { env: { PATH: process.env['PATH'] ?? '', PORT: '0', HARNESS_PORT: '0', ...env }, stdio: ['pipe', 'pipe', 'pipe'] })
+export function spawnGateway (t: Tap, args: string[], env: Record<string, string>, options: SpawnOptions = {}): Child {
+  const proc = spawn(...gatewayCommand(args, options.isolated), { env: { PATH: process.env['PATH'] ?? '', PORT: '0', HARNESS_PORT: '0', ...env }, stdio: ['pipe', 'pipe', 'pipe'] })
   const lines: Array<Record<string, unknown>> = []
   const texts: string[] = []
   const waiters: Array<{ msg: string, resolve: (l: Record<string, unknown>) => void }> = []
@@ -45,12 +66,17 @@ export function spawnGateway (t: Tap, args: string[], env: Record<string, string
   })
   const exit = new Promise<number | null>(resolve => proc.once('exit', code => resolve(code)))
   t.teardown(() => { if (proc.exitCode === null) proc.kill('SIGKILL') })
+  let gatewayPid: Promise<number> | undefined
   return {
     proc,
     lines,
     texts,
     stderr: () => err,
     exit,
+    async signal (signal) {
+      if (!options.isolated) proc.kill(signal)
+      else process.kill(await (gatewayPid ??= childPid(proc.pid!)), signal)
+    },
     waitFor: msg => new Promise((resolve, reject) => {
       const seen = lines.find(l => l['msg'] === msg)
       if (seen) return resolve(seen)

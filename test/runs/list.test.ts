@@ -137,12 +137,12 @@ t.test('runs stored before the index existed are listed after a restart', async 
   await eventually(() => list(url, '', tenant('acme')), r => r.body.runs[0]?.status === 'succeeded')
   first.proc.kill('SIGTERM')
   await first.exit
-  // As an earlier version left it: the runs, and no index.
+  // As an earlier version left it: the runs, and none of their indexes.
   const env = open({ path: join(dir, 'state.lmdb'), maxDbs: 32 })
-  await env.openDB({ name: 'runs-by-tenant-v1' }).drop()
+  for (const name of ['runs-by-tenant-v1', 'runs-by-end-v1', 'run-store-meta']) await env.openDB({ name }).drop()
   await env.close()
   const second = spawnGateway(t, ['start'], { DATA_DIR: dir })
   const again = `http://127.0.0.1:${(await second.waitFor('gateway listening'))['harnessPort']}`
+  t.match(await second.waitFor('runs stored before the retention and tenant indexes were indexed'), { built: 1 }, 'indexed once the gateway listens')
   t.same((await list(again, '', tenant('acme'))).body.runs.map((r: any) => r.run_id), [id])
-  t.ok(second.lines.some(l => l['msg'] === 'runs stored before the tenant index were indexed' && l['indexed'] === 1))
 })

@@ -1,5 +1,5 @@
-import { request, type IncomingMessage } from 'node:http'
-import { type RequestContext } from '../http/index.js'
+import { request, type Agent, type IncomingMessage } from 'node:http'
+import type { RequestContext } from './context.js'
 import { GatewayError } from '../errors.js'
 
 const FORWARDED_RESPONSE_HEADERS = ['content-type', 'cache-control', 'x-accel-buffering', 'retry-after', 'www-authenticate', 'content-security-policy', 'x-content-type-options', 'referrer-policy']
@@ -14,17 +14,25 @@ export interface Upstream {
   readonly port: number
   /** The base path, without a trailing slash ('' for none). */
   readonly base: string
+  /** Connections kept for the next request (each request opens its own without one). */
+  readonly agent?: Agent
+  /** Longest wait for the answer to begin; past it the request fails (a stream, once begun, is not bounded). */
+  readonly answerTimeoutMs?: number
+  /** Names the upstream in errors. */
+  readonly name?: string
 }
 
 /** HARNESS_URL as the parts requests are built from (the config checks it is http:// without credentials, query or fragment). */
-export function upstreamOf (harnessUrl: string): Upstream {
+export function upstreamOf (harnessUrl: string, extra: Pick<Upstream, 'agent' | 'answerTimeoutMs' | 'name'> = {}): Upstream {
   const url = new URL(harnessUrl)
-  return { hostname: url.hostname.replace(/^\[(.*)\]$/, '$1'), port: Number(url.port || 80), base: url.pathname.replace(/\/+$/, '') }
+  return { hostname: url.hostname.replace(/^\[(.*)\]$/, '$1'), port: Number(url.port || 80), base: url.pathname.replace(/\/+$/, ''), ...extra }
 }
 
 export interface ProxyRequest {
   /** The harness path (a fronted route) and query, appended to the upstream's base path. */
   path: string
+  /** The caller's method unless given. */
+  method?: string | undefined
   headers: Record<string, string>
   body: Buffer | undefined
   /** Applied to a JSON answer, read whole, before it is sent; other answers stream through. */
@@ -32,7 +40,8 @@ export interface ProxyRequest {
 }
 
 /**
- * Forwards one request to the harness and streams the answer back as it
+ * Forwards one request to the upstream (the harness, or the owner of a run
+ * in a cluster) and streams the answer back as it
  * comes (SSE included): a chunk the client cannot take yet pauses the
  * upstream response until uWS reports the socket writable again. A client
  * that leaves ends the upstream request. The target is built from its parts,
@@ -41,8 +50,11 @@ export interface ProxyRequest {
 export function proxy (ctx: RequestContext, upstream: Upstream, req: ProxyRequest): Promise<undefined> {
   return new Promise((resolve, reject) => {
     const headers = { ...req.headers, ...(req.body ? { 'content-length': String(req.body.length) } : {}) }
-    const options = { hostname: upstream.hostname, port: upstream.port, path: `${upstream.base}${req.path}`, method: ctx.method, headers }
+    const options = { hostname: upstream.hostname, port: upstream.port, path: `${upstream.base}${req.path}`, method: req.method ?? ctx.method, headers, ...(upstream.agent ? { agent: upstream.agent } : {}) }
+    const name = upstream.name ?? 'harness'
+    let timer: NodeJS.Timeout | undefined
     const outgoing = request(options, res => {
+      clearTimeout(timer)
       if (!ctx.live) { res.destroy(); resolve(undefined); return }
       if (req.rewrite && JSON_TYPE.test(res.headers['content-type'] ?? '')) {
         readWhole(res).then(body => { ctx.send(res.statusCode ?? 502, req.rewrite!(body), pick(res)); resolve(undefined) }, reject)
@@ -58,9 +70,11 @@ export function proxy (ctx: RequestContext, upstream: Upstream, req: ProxyReques
       res.on('end', () => { ctx.end(); resolve(undefined) })
       res.on('error', () => { ctx.end(); resolve(undefined) })
     })
+    if (upstream.answerTimeoutMs !== undefined) timer = setTimeout(() => outgoing.destroy(new Error(`no answer within ${upstream.answerTimeoutMs} ms`)), upstream.answerTimeoutMs)
     ctx.onAbort(() => outgoing.destroy())
     outgoing.on('error', err => {
-      if (ctx.live) reject(new GatewayError('bad_gateway', 'harness unreachable', { cause: err }))
+      clearTimeout(timer)
+      if (ctx.live) reject(new GatewayError('bad_gateway', `${name} unreachable`, { cause: err }))
       else resolve(undefined)
     })
     outgoing.end(req.body)
