@@ -39,12 +39,7 @@ export class NodeHeartbeats {
   private timer: NodeJS.Timeout | undefined
   private failing = false
   private readonly startedAt = new Date().toISOString()
-  /**
-   * Test-only: `GATEWAY_TEST_REMOTE_NODE=1` leaves the kernel identity out of
-   * the heartbeat, so nodes on one machine judge each other by heartbeat
-   * alone, as nodes on different machines do (test/cluster/claim-takeover.test.ts).
-   */
-  private readonly process = process.env['GATEWAY_TEST_REMOTE_NODE'] === '1' ? { host: undefined, proc_start: undefined } : processIdentity()
+  private readonly process = processIdentity()
 
   constructor (private readonly documents: SharedDocuments, readonly id: string, private readonly log: Logger) {}
 

@@ -1,6 +1,7 @@
 import t from 'tap'
 import type { Test } from 'tap'
 import '../helpers/no-keepalive.js'
+import type { SpawnOptions } from '../helpers/child.js'
 import { addClient, startCluster } from '../helpers/cluster.js'
 import { login } from '../helpers/gateway.js'
 import { eventually, rawConnect } from '../helpers/http.js'
@@ -14,8 +15,8 @@ import { gatewayKeys, s3Client } from '../helpers/s3.js'
  * S3: node 1 is then killed -9, leaving the claim behind. Returns node 2,
  * the client's token and the whole request body to retry with.
  */
-async function orphanedUpload (t: Test, infra: InfraEnv, clientId: string, eventId: string, env: Record<string, string> = {}) {
-  const cluster = await startCluster(t, infra, 2, env)
+async function orphanedUpload (t: Test, infra: InfraEnv, clientId: string, eventId: string, options: SpawnOptions = {}) {
+  const cluster = await startCluster(t, infra, 2, {}, options)
   const [n1, n2] = cluster.nodes as [typeof cluster.nodes[0], typeof cluster.nodes[0]]
   const s3 = s3Client(infra)
   const client = await addClient(cluster, clientId, ['stream:write'])
@@ -27,7 +28,7 @@ async function orphanedUpload (t: Test, infra: InfraEnv, clientId: string, event
   socket.write(`POST /v1/stream/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nContent-Type: multipart/form-data; boundary=${BOUNDARY}\r\nContent-Length: ${body.length}\r\n\r\n`)
   socket.write(body.subarray(0, 1024 * 1024))
   await eventually(() => gatewayKeys(s3, cluster.bucket, 'idempotency/'), keys => keys.length === 1, 30_000)
-  n1.child.proc.kill('SIGKILL')
+  await n1.child.signal('SIGKILL')
   await n1.child.exit
   socket.destroy()
   return { cluster, n2, token, body }
@@ -36,8 +37,8 @@ async function orphanedUpload (t: Test, infra: InfraEnv, clientId: string, event
 t.test('the claim of a node killed -9 mid-upload is taken over by another node once its heartbeat is stale', async t => {
   const infra = sharedInfra(t)
   if (!infra) return
-  // As on two machines: each node knows the other by its heartbeat only (on one machine the kernel answers at once).
-  const { cluster, n2, token, body } = await orphanedUpload(t, infra, 'cam-takeover', 'evt-orphan', { GATEWAY_TEST_REMOTE_NODE: '1' })
+  // As on two machines: each node in its own pid namespace knows the other by its heartbeat only (on one machine the kernel answers at once).
+  const { cluster, n2, token, body } = await orphanedUpload(t, infra, 'cam-takeover', 'evt-orphan', { isolated: true })
 
   // Retried as a client would, every two seconds, until node 2 takes the claim over.
   const answers: number[] = []

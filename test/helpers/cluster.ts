@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto'
 import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { runGateway, spawnGateway, type Child } from './child.js'
+import { runGateway, spawnGateway, type Child, type SpawnOptions } from './child.js'
 import type { InfraEnv } from './infra.js'
 
 interface Tap { teardown(fn: () => unknown): void }
@@ -27,9 +27,10 @@ export interface TestCluster {
  * `count` real gateway processes on loopback forming one cluster (BUS=kafka
  * and STORAGE=s3 on the shared Kafka and MinIO), each with its own DATA_DIR
  * and port; a bucket and topics of their own. Started at once, so they race
- * for the first signing key as a fleet deployed together would.
+ * for the first signing key as a fleet deployed together would. With
+ * `isolated`, each in a pid namespace of its own, as on machines of their own.
  */
-export async function startCluster (t: Tap, infra: InfraEnv, count: number, extra: Record<string, string> = {}): Promise<TestCluster> {
+export async function startCluster (t: Tap, infra: InfraEnv, count: number, extra: Record<string, string> = {}, options: SpawnOptions = {}): Promise<TestCluster> {
   const id = randomUUID()
   const bucket = `cluster-${id}`
   const topic = `evidence-${id}`
@@ -43,7 +44,7 @@ export async function startCluster (t: Tap, infra: InfraEnv, count: number, extr
   }
   const nodes = await Promise.all(Array.from({ length: count }, async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'gw-node-'))
-    const child = spawnGateway(t, ['start'], { ...env, DATA_DIR: dataDir })
+    const child = spawnGateway(t, ['start'], { ...env, DATA_DIR: dataDir }, options)
     const listening = await child.waitFor('gateway listening') as { port: number, incarnation: string }
     return { child, url: `http://127.0.0.1:${listening.port}`, port: listening.port, incarnation: listening.incarnation, dataDir }
   }))
