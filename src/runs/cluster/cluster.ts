@@ -1,7 +1,7 @@
 import { Agent } from 'node:http'
 import type { Admin, Kafka, Producer } from 'kafkajs'
 import type { Logger } from 'pino'
-import { MicroBatcher, partitionOfKey } from '../../bus/index.js'
+import { keyPartitioner, MicroBatcher, partitionOfKey } from '../../bus/index.js'
 import { GatewayError } from '../../errors.js'
 import type { RunHub } from '../hub.js'
 import type { EventLog, RunManager } from '../manager.js'
@@ -207,7 +207,7 @@ export class RunsCluster {
     const counts = metadata.topics.map(t => t.partitions.length)
     if (counts[0] !== counts[1]) throw new Error(`${runsTopic} has ${counts[0]} partitions and ${commandsTopic} ${counts[1]}: TOPIC_RUNS and TOPIC_RUNS_CONTROL must have the same number`)
     this.count = counts[0]!
-    this.commandProducer ??= kafka.producer({ idempotent: true, maxInFlightRequests: 1, allowAutoTopicCreation: false })
+    this.commandProducer ??= kafka.producer({ idempotent: true, maxInFlightRequests: 1, allowAutoTopicCreation: false, createPartitioner: keyPartitioner })
     await this.commandProducer.connect()
   }
 

@@ -1,4 +1,5 @@
 import type { Admin, Kafka, Producer } from 'kafkajs'
+import { keyPartitioner } from '../../bus/index.js'
 import type { Logger } from 'pino'
 import type { RunHub } from '../hub.js'
 import { interruptedEnd, type RunManager } from '../manager.js'
@@ -72,7 +73,7 @@ export class PartitionOwner {
   async start (): Promise<void> {
     const { kafka, store, group, groupId, partition } = { ...this.ctx, partition: this.partition }
     const startedAt = performance.now()
-    this.producer = kafka.producer({ transactionalId: `${groupId}-${partition}`, maxInFlightRequests: 1, idempotent: true, transactionTimeout: this.ctx.transactionTimeoutMs })
+    this.producer = kafka.producer({ transactionalId: `${groupId}-${partition}`, maxInFlightRequests: 1, idempotent: true, transactionTimeout: this.ctx.transactionTimeoutMs, createPartitioner: keyPartitioner })
     await this.producer.connect()
     await (await this.producer.transaction()).abort()
     if (this.stopped) return
