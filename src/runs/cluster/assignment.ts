@@ -18,11 +18,14 @@ export function assignPartitions (members: readonly Member[], count: number): Ma
   const floor = Math.floor(count / sorted.length)
   let ceilings = count % sorted.length
   const taken = new Set<number>()
-  // Members keeping more go first, so the ⌈count/n⌉ places go to those that lose least by them.
+  const claims = new Map<number, number>()
+  for (const m of sorted) for (const p of valid(m.owned, count)) claims.set(p, (claims.get(p) ?? 0) + 1)
+  // Members keeping more go first, so the ⌈count/n⌉ places go to those that lose least by them;
+  // each keeps first what no other member claims, so a partition two members claim goes where it costs least.
   const byKept = [...sorted].sort((a, b) => valid(b.owned, count).length - valid(a.owned, count).length)
   for (const m of byKept) {
     const mine = result.get(m.memberId)!
-    const kept = valid(m.owned, count).filter(p => !taken.has(p))
+    const kept = valid(m.owned, count).filter(p => !taken.has(p)).sort((a, b) => claims.get(a)! - claims.get(b)!)
     const quota = kept.length > floor && ceilings > 0 ? floor + 1 : floor
     if (quota > floor) ceilings--
     for (const p of kept.slice(0, quota)) {
