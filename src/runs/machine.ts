@@ -14,12 +14,14 @@ type Lifecycle = { readonly [S in RunStatus]: Readonly<Partial<Record<RunMachine
 
 /**
  * The run lifecycle, declared once as its transitions: queued → running →
- * succeeded | failed, and queued | running → cancelled. Terminal states take
+ * succeeded | failed, queued | running → cancelled, and queued → failed for
+ * a run that could not start (refused by the process that was to execute
+ * it, or interrupted before it started). Terminal states take
  * nothing; an event a state does not take leaves the run where it is, which
  * is how a late SUCCEED after a CANCEL is ignored.
  */
 export const LIFECYCLE: Lifecycle = {
-  queued: { START: 'running', CANCEL: 'cancelled' },
+  queued: { START: 'running', FAIL: 'failed', CANCEL: 'cancelled' },
   running: { SUCCEED: 'succeeded', FAIL: 'failed', CANCEL: 'cancelled' },
   succeeded: {},
   failed: {},

@@ -9,7 +9,7 @@ const TYPES: Array<RunMachineEvent['type']> = ['START', 'SUCCEED', 'FAIL', 'CANC
 function expected (from: RunStatus, type: RunMachineEvent['type']): RunStatus {
   if (from === 'queued' && type === 'START') return 'running'
   if (from === 'running' && type === 'SUCCEED') return 'succeeded'
-  if (from === 'running' && type === 'FAIL') return 'failed'
+  if ((from === 'queued' || from === 'running') && type === 'FAIL') return 'failed'
   if ((from === 'queued' || from === 'running') && type === 'CANCEL') return 'cancelled'
   return from
 }

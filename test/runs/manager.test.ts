@@ -207,3 +207,42 @@ t.test('the answer is the mode result\'s string output, else null', async t => {
     t.match(await manager.waitForEnd(run.run_id, 10_000), { status: 'succeeded', answer }, mode)
   }
 })
+
+t.test('abandoning runs (their partition moved): their modes stop, nothing more of them is committed or streamed, waiters get the record as it is', async t => {
+  const { store, hub, manager } = setup(t)
+  const start = () => manager.start({ tenant: 'acme', mode: 'echo', message: 'm', options: { steps: 1000, delay_ms: 5 }, conversationId: null })
+  const [gone, kept] = await Promise.all([start(), start()])
+  while ([...store.eventsAfter(gone!.run_id)].length < 4) await new Promise(resolve => setImmediate(resolve))
+  const waiting = manager.waitForEnd(gone!.run_id, 10_000)
+  let detached = false
+  let streamedAfter = 0
+  hub.subscribe(gone!.run_id, () => { streamedAfter++ }, () => { detached = true })
+  t.same(manager.abandon(id => id === gone!.run_id), [gone!.run_id])
+  hub.detach(gone!.run_id)
+  t.equal((await waiting)?.status, 'running', 'the waiter is told, with the run as it was')
+  t.notOk(manager.isActive(gone!.run_id))
+  t.ok(detached, 'its stream subscribers are told to go elsewhere')
+  const stored = [...store.eventsAfter(gone!.run_id)].length
+  await new Promise(resolve => setTimeout(resolve, 50))
+  t.equal([...store.eventsAfter(gone!.run_id)].length, stored, 'no event of it is committed after')
+  t.equal(streamedAfter, 0, 'nor streamed')
+  t.equal(manager.cancel(gone!.run_id) instanceof Promise, true)
+  t.ok(manager.isActive(kept!.run_id), 'the other run goes on')
+  await manager.cancel(kept!.run_id)
+})
+
+t.test('a run accepted elsewhere past the bounds, or for a mode this process lacks, is recorded and failed with the reason', async t => {
+  const state = openState(t.testdir())
+  t.teardown(() => state.close())
+  const store = new RunStore(state)
+  const manager = new RunManager(store, new RunHub(), new Map([['echo', echo]]), { track () {}, add () {} }, pino({ level: 'silent' }), { total: 1, perTenant: 1 })
+  const runId = (n: number): string => `run-01a22228-7052-7fe6-95ab-3ea3abf5150${n}`
+  const first = await manager.accept({ runId: runId(1), createdAt: Date.parse(at), tenant: 'acme', mode: 'echo', message: 'm', options: { steps: 100, delay_ms: 20 }, conversationId: null })
+  t.same([first.run_id, first.created_at], [runId(1), at], 'the id and the time it was accepted with')
+  const over = await manager.accept({ runId: runId(2), tenant: 'acme', mode: 'echo', message: 'm', options: {}, conversationId: null })
+  t.match(over, { status: 'failed', error: { code: 'runs_in_flight_limit' } })
+  const unknown = await manager.accept({ runId: runId(3), tenant: 'other', mode: 'nope', message: 'm', options: {}, conversationId: null })
+  t.match(unknown, { status: 'failed', error: { code: 'unknown_mode' } })
+  t.same([...store.eventsAfter(runId(3))].map(e => e.type), ['run.queued', 'run.failed'])
+  await manager.cancel(runId(1))
+})

@@ -86,3 +86,54 @@ t.test('retention removes terminal runs that ended before the cutoff, with their
   t.ok(store.get('recent'))
   t.ok(store.get('running'), 'a run in flight is never removed')
 })
+
+t.test('retention reads only the end index: a run that ends is indexed by its end, with its tenant', async t => {
+  const { state, store } = open(t)
+  await store.append('a', transition(record('a', 'queued', null, 1)))
+  await store.append('a', transition(record('a', 'succeeded', '2026-01-01T00:00:00Z', 2)))
+  const ends = state.openDB<string, [number, string]>({ name: 'runs-by-end-v1', encoding: 'string' })
+  t.same([...ends.getRange()].map(({ key, value }) => [key, value]), [[[Date.parse('2026-01-01T00:00:00Z'), 'a'], 't']])
+  const tenants = state.openDB<string, [string, string]>({ name: 'runs-by-tenant-v1', encoding: 'string' })
+  t.same([...tenants.getKeys()], [['t', 'a']], 'the tenant index has the run from its first event')
+  t.equal(await store.removeEndedBefore(Date.parse('2026-02-01T00:00:00Z')), 1)
+  t.same([...ends.getKeys()], [], 'its entries go with it')
+  t.same([...tenants.getKeys()], [])
+})
+
+t.test('in a cluster: runs in flight and runs by partition, and a stretch of the log stored with its offset, once', async t => {
+  const state = openState(t.testdir())
+  t.teardown(() => state.close())
+  const store = new RunStore(state, { partitionOf: id => id === 'p1' ? 1 : 0 })
+  const logged = [
+    { runId: 'p1', event: transition(record('p1', 'queued', null, 1)) },
+    { runId: 'p1', event: transition(record('p1', 'running', null, 2)) },
+    { runId: 'p0', event: transition(record('p0', 'queued', null, 1)) }
+  ]
+  t.same(await store.appendLogged(1, 40, logged), logged)
+  t.equal(store.partitionOffset(1), 40)
+  t.equal(store.partitionOffset(0), 0, 'a partition never read is at 0')
+  t.same([...store.inFlightOf(1)], ['p1'])
+  t.same([...store.inFlightOf(0)], ['p0'])
+  t.same(await store.appendLogged(1, 41, [...logged, { runId: 'p1', event: step('p1', 4) }]), [], 'a repeat is skipped, and so is an event past a gap')
+  t.equal(store.partitionOffset(1), 41, 'the offset moves all the same')
+  await store.appendLogged(1, 45, [{ runId: 'p1', event: step('p1', 3) }, { runId: 'p1', event: transition(record('p1', 'failed', at, 4)) }, { runId: 'p1', event: step('p1', 5) }])
+  t.same([...store.eventsAfter('p1')].map(e => e.id), [1, 2, 3, 4], 'nothing after the end')
+  t.same([...store.inFlightOf(1)], [], 'an ended run is no longer in flight')
+  t.equal(await store.dropPartition(1), 1, 'a partition given up is forgotten')
+  t.equal(store.get('p1'), undefined)
+  t.equal(store.partitionOffset(1), 0, 'and read again from the start if taken up again')
+  t.ok(store.get('p0'), 'another partition is untouched')
+})
+
+t.test('indexes of runs stored before they existed are built once', async t => {
+  const { state, store } = open(t)
+  await store.append('a', transition(record('a', 'queued', null, 1)))
+  await store.append('a', transition(record('a', 'succeeded', '2026-01-01T00:00:00Z', 2)))
+  await store.append('b', transition(record('b', 'running', null, 1)))
+  for (const name of ['runs-by-tenant-v1', 'runs-by-end-v1', 'run-store-meta']) await state.openDB({ name }).drop()
+  const again = new RunStore(state)
+  t.equal(await again.buildIndexes(), 2)
+  t.equal(await again.buildIndexes(), 0, 'once')
+  t.equal(await again.removeEndedBefore(Date.parse('2026-02-01T00:00:00Z')), 1, 'retention finds the old run')
+  t.ok(again.get('b'))
+})
