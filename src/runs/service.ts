@@ -81,7 +81,7 @@ export class HarnessService {
         retentionMs: config.harnessRetentionS * 1000,
         sessionTimeoutMs: config.harnessSessionTimeoutMs,
         url: cluster.url,
-        incarnation: self.id,
+        self,
         maxBatch: config.harnessPublishBatchMax,
         lingerMs: config.harnessPublishLingerMs
       }, { kafka: cluster.kafka, store: this.store, manager: () => manager!, hub: this.hub, transition: event => this.feed.publish(event), log: log.child({ component: 'runs-cluster' }) })

@@ -62,6 +62,7 @@ export class RunStore {
   private readonly inFlight: Database<string, PartitionKey> | undefined
   private readonly byPartition: Database<string, PartitionKey> | undefined
   private readonly offsets: Database<number, number> | undefined
+  private readonly holders: Database<string, number> | undefined
   private readonly partitionOf: ((runId: string) => number) | undefined
 
   constructor (private readonly state: StateStore, options: RunStoreOptions = {}) {
@@ -75,6 +76,7 @@ export class RunStore {
       this.inFlight = state.openDB<string, PartitionKey>({ name: 'runs-in-flight-v1', encoding: 'string' })
       this.byPartition = state.openDB<string, PartitionKey>({ name: 'runs-by-partition-v1', encoding: 'string' })
       this.offsets = state.openDB<number, number>({ name: 'run-partitions-v1' })
+      this.holders = state.openDB<string, number>({ name: 'run-partition-holders-v1', encoding: 'string' })
     }
   }
 
@@ -122,6 +124,21 @@ export class RunStore {
   /** The offset of the runs topic up to which this store holds `partition` (0: nothing of it). */
   partitionOffset (partition: number): number {
     return this.offsets?.get(partition) ?? 0
+  }
+
+  /** Which process of this DATA_DIR serves `partition` (its incarnation), or none (`undefined`). */
+  async holdPartition (partition: number, holder: string | undefined, only?: string): Promise<void> {
+    await this.state.transaction(() => {
+      if (only !== undefined && this.holders!.get(partition) !== only) return
+      if (holder === undefined) this.holders!.remove(partition)
+      else this.holders!.put(partition, holder)
+    })
+  }
+
+  /** The partitions this store holds runs of, each with the process of this DATA_DIR serving it, if any. */
+  partitions (): Array<{ partition: number, holder: string | undefined }> {
+    if (!this.offsets) return []
+    return [...this.offsets.getKeys()].map(partition => ({ partition, holder: this.holders!.get(partition) }))
   }
 
   /** Runs of `partition` whose end is not stored: what a new owner of the partition must end or resume. */
@@ -186,17 +203,25 @@ export class RunStore {
   }
 
   /**
-   * Forgets a partition this process no longer owns (its next owner has it
-   * from the log): every run of it, and its offset, so a later owner here
-   * reads it again from the start of the log.
+   * Forgets a partition (its next owner has it from the log): its offset
+   * first, so whoever takes it up meanwhile reads it from the start, then
+   * every run of it, a slice per transaction. With `unlessHeld`, it stops
+   * as soon as a process of this DATA_DIR serves the partition.
    */
-  async dropPartition (partition: number): Promise<number> {
+  async dropPartition (partition: number, unlessHeld = false): Promise<number> {
     if (!this.byPartition) return 0
+    const held = (): boolean => unlessHeld && this.holders!.get(partition) !== undefined
     let dropped = 0
-    for (;;) {
+    let go = await this.state.transaction(() => {
+      if (held()) return false
+      this.offsets!.remove(partition)
+      return true
+    })
+    while (go) {
       const ids = [...this.byPartition.getKeys({ start: [partition, ''], end: [partition + 1, ''], limit: REMOVE_SLICE })].map(([, runId]) => runId)
-      await this.state.transaction(() => {
-        if (ids.length === 0) this.offsets!.remove(partition)
+      if (ids.length === 0) break
+      go = await this.state.transaction(() => {
+        if (held()) return false
         for (const runId of ids) {
           const record = this.runs.get(runId)
           const tenant = record === undefined ? undefined : OWNER_OF_RECORD.exec(record)?.[1]
@@ -206,11 +231,12 @@ export class RunStore {
           this.inFlight!.remove([partition, runId])
           this.byPartition!.remove([partition, runId])
         }
+        return true
       })
-      if (ids.length === 0) return dropped
-      dropped += ids.length
+      if (go) dropped += ids.length
       await new Promise(resolve => setImmediate(resolve))
     }
+    return dropped
   }
 
   /**

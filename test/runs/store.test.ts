@@ -106,12 +106,12 @@ t.test('in a cluster: runs in flight and runs by partition, and a stretch of the
   const store = new RunStore(state, { partitionOf: id => id === 'p1' ? 1 : 0 })
   const logged = [
     { runId: 'p1', event: transition(record('p1', 'queued', null, 1)) },
-    { runId: 'p1', event: transition(record('p1', 'running', null, 2)) },
-    { runId: 'p0', event: transition(record('p0', 'queued', null, 1)) }
+    { runId: 'p1', event: transition(record('p1', 'running', null, 2)) }
   ]
   t.same(await store.appendLogged(1, 40, logged), logged)
+  await store.appendLogged(0, 10, [{ runId: 'p0', event: transition(record('p0', 'queued', null, 1)) }])
   t.equal(store.partitionOffset(1), 40)
-  t.equal(store.partitionOffset(0), 0, 'a partition never read is at 0')
+  t.equal(store.partitionOffset(2), 0, 'a partition never read is at 0')
   t.same([...store.inFlightOf(1)], ['p1'])
   t.same([...store.inFlightOf(0)], ['p0'])
   t.same(await store.appendLogged(1, 41, [...logged, { runId: 'p1', event: step('p1', 4) }]), [], 'a repeat is skipped, and so is an event past a gap')
@@ -123,6 +123,15 @@ t.test('in a cluster: runs in flight and runs by partition, and a stretch of the
   t.equal(store.get('p1'), undefined)
   t.equal(store.partitionOffset(1), 0, 'and read again from the start if taken up again')
   t.ok(store.get('p0'), 'another partition is untouched')
+  await store.holdPartition(0, 'worker-2')
+  t.same(store.partitions(), [{ partition: 0, holder: 'worker-2' }])
+  t.equal(await store.dropPartition(0, true), 0, 'a partition a process of this DATA_DIR serves is not dropped by the cleanup')
+  t.ok(store.get('p0'))
+  await store.holdPartition(0, undefined, 'someone-else')
+  t.same(store.partitions(), [{ partition: 0, holder: 'worker-2' }], 'only its holder gives it up')
+  await store.holdPartition(0, undefined, 'worker-2')
+  t.equal(await store.dropPartition(0, true), 1)
+  t.same(store.partitions(), [])
 })
 
 t.test('indexes of runs stored before they existed are built once', async t => {

@@ -5,6 +5,7 @@ import { keyPartitioner, MicroBatcher, partitionOfKey } from '../../bus/index.js
 import { GatewayError } from '../../errors.js'
 import type { RunHub } from '../hub.js'
 import type { EventLog, RunManager } from '../manager.js'
+import type { Owner } from '../../state/index.js'
 import type { RunStore } from '../store.js'
 import type { RunEvent } from '../types.js'
 import { COMMAND_SCHEMA, encodeCommand, type RunCommand } from './commands.js'
@@ -19,6 +20,14 @@ const START_RETRY_MAX_MS = 10_000
 const MAX_PENDING_COMMANDS = 10_000
 const COMMAND_TIMEOUT_MS = 10_000
 const DAY_MS = 24 * 3600 * 1000
+/**
+ * A partition no process of this DATA_DIR has served for this long is
+ * dropped from its store (as Kafka Streams' state.cleanup.delay.ms): a node
+ * keeps its own share, and a partition back within the delay is read only
+ * from where its copy stopped.
+ */
+const CLEANUP_AFTER_MS = 10 * 60_000
+const CLEANUP_CHECK_MS = 60_000
 
 export interface ClusterSettings {
   groupId: string
@@ -31,8 +40,8 @@ export interface ClusterSettings {
   sessionTimeoutMs: number
   /** This process's peer listener, as other members reach it. */
   url: string
-  /** Names this process's own watch group. */
-  incarnation: string
+  /** This process among those sharing DATA_DIR: it names its own watch group, and says whose partitions are still served. */
+  self: Owner
   maxBatch: number
   lingerMs: number
 }
@@ -80,6 +89,9 @@ export class RunsCluster {
   private retry: NodeJS.Timeout | undefined
   /** Partitions given up after a failure, taken up again after the next heartbeat proves the session stands. */
   private readonly failed = new Map<number, number>()
+  /** Partitions of the store that no process of DATA_DIR serves, since when (performance.now()). */
+  private readonly unserved = new Map<number, number>()
+  private cleanup: NodeJS.Timeout | undefined
   private readonly log: Logger
 
   constructor (private readonly settings: ClusterSettings, private readonly parts: ClusterParts) {
@@ -101,7 +113,7 @@ export class RunsCluster {
       position: (p, next) => this.running.get(p)?.moved(next)
     })
     this.owners = new OwnerMap(this.group, settings.runsTopic, parts.log)
-    this.tail = new RunTail({ kafka: parts.kafka, get admin () { return admin() }, groupId: `${settings.groupId}-watch-${settings.incarnation}`, topic: settings.runsTopic, log: parts.log }, parts.transition)
+    this.tail = new RunTail({ kafka: parts.kafka, get admin () { return admin() }, groupId: `${settings.groupId}-watch-${settings.self.id}`, topic: settings.runsTopic, log: parts.log }, parts.transition)
     this.events = {
       append: (runId, event) => this.running.get(this.partitionOf(runId))?.writer?.append(runId, event) ?? Promise.reject(new Error('this process does not own the run\'s partition'))
     }
@@ -117,11 +129,13 @@ export class RunsCluster {
   /** Joins in the background, retrying while Kafka is away: until it has joined, runs are answered 503. */
   start (): void {
     void this.join(START_RETRY_MIN_MS)
+    this.cleanup = setInterval(() => { this.dropUnserved().catch(err => this.log.warn({ err }, 'runs partitions not dropped')) }, CLEANUP_CHECK_MS).unref()
   }
 
   async stop (): Promise<void> {
     this.stopped = true
     clearTimeout(this.retry)
+    clearInterval(this.cleanup)
     await this.tail.stop()
     if (this.started) await this.group.stop().catch(err => this.log.warn({ err: (err as Error).message }, 'leaving the runs group failed'))
     for (const p of [...this.running.keys()]) this.giveUp(p, 'shutdown')
@@ -221,7 +235,10 @@ export class RunsCluster {
     this.failed.delete(partition)
     const owner = new PartitionOwner(partition, this.partitionContext(), (o, err) => this.lost(o, err))
     this.running.set(partition, owner)
-    owner.start().catch(err => this.lost(owner, err as Error))
+    const { store } = this.parts
+    store.holdPartition(partition, this.settings.self.id)
+      .then(() => owner.start())
+      .catch(err => this.lost(owner, err as Error))
   }
 
   private giveUp (partition: number, reason: string): void {
@@ -229,6 +246,27 @@ export class RunsCluster {
     this.running.delete(partition)
     this.failed.delete(partition)
     owner?.stop(reason)
+    this.parts.store.holdPartition(partition, undefined, this.settings.self.id).catch(() => undefined)
+  }
+
+  /** Drops the copies of partitions no process of this DATA_DIR has served for CLEANUP_AFTER_MS. */
+  private async dropUnserved (): Promise<void> {
+    const { store } = this.parts
+    const now = performance.now()
+    for (const { partition, holder } of store.partitions()) {
+      if (holder !== undefined && this.settings.self.isAlive(holder)) {
+        this.unserved.delete(partition)
+        continue
+      }
+      const since = this.unserved.get(partition) ?? now
+      this.unserved.set(partition, since)
+      if (now - since < CLEANUP_AFTER_MS) continue
+      this.unserved.delete(partition)
+      // A holder that died without giving it up counts for nothing.
+      if (holder !== undefined) await store.holdPartition(partition, undefined, holder)
+      const dropped = await store.dropPartition(partition, true)
+      this.log.info({ partition, runs: dropped }, 'runs partition served elsewhere for a while: its copy here was dropped')
+    }
   }
 
   /**
