@@ -73,6 +73,10 @@ try {
     Object.assign(env, parseEnv(up.stdout))
     console.error(`test: Apache Kafka ${env.INFRA_KAFKA_VERSION} at ${env.KAFKA_BROKERS}, MinIO ${env.INFRA_MINIO_VERSION} at ${env.S3_ENDPOINT}`)
   }
+  // helm, kubeconform, promtool and the schemas test/deploy validates the chart with (built once into the
+  // install cache, as Kafka and MinIO are).
+  const tools = run('bash', [fileURLToPath(new URL('./deploy-tools.sh', import.meta.url)), 'install'], { stdio: ['ignore', 'pipe', 'inherit'], encoding: 'utf8' })
+  Object.assign(env, parseEnv(tools.stdout))
   const typecheckCode = await typechecked
   if (typecheckCode !== 0) throw new Error(`npx tsc -p test/tsconfig.json exited with ${typecheckCode}`)
   const tap = spawn('npx', ['tap', '--reporter=tap', ...process.argv.slice(2)], { cwd: root, env, stdio: ['ignore', 'pipe', 'inherit'] })
