@@ -45,7 +45,7 @@ RUN mkdir -p /data && chown node:node /data
 # `node`, by number, so that Kubernetes can check runAsNonRoot.
 USER 1000:1000
 VOLUME /data
-# 8082: the peer port of a cluster (worker i of WORKERS listens on 8082 + i).
+# 8082: the peer port of a cluster (worker i of WORKERS listens on 8082 + i - 1).
 EXPOSE 8080 8081 8082
 # Liveness, not readiness: a broker outage makes the gateway unready (load balancers skip it), and a
 # restart would not bring the broker back.

@@ -3,7 +3,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parse } from 'yaml'
-import { readRepo, root, run } from './tools.js'
+import { defaultOf, readRepo, root, run } from './tools.js'
 
 // The Dockerfile is not built here (no container engine): its rules are checked on its text, and the
 // SBOM script it runs is run on this checkout's installed tree.
@@ -25,7 +25,7 @@ t.test('the runtime stage: production dependencies only, code owned by root, run
   t.match(runtime, /apt-get install -y --no-install-recommends tini/)
   t.match(runtime, /^ENTRYPOINT \["\/usr\/bin\/tini", "--", "node", "bin\/gateway\.js"\]$/m, 'tini forwards signals to its child only (no -g)')
   t.match(runtime, /^STOPSIGNAL SIGTERM$/m)
-  t.match(runtime, /^EXPOSE 8080 8081 8082$/m)
+  t.match(runtime, new RegExp(`^EXPOSE ${['PORT', 'HARNESS_PORT', 'HARNESS_PEER_PORT'].map(defaultOf).join(' ')}$`, 'm'), 'the ports the gateway listens on by default')
   t.match(runtime, /COPY --from=build \/app\/sbom\.cdx\.json/, 'the SBOM travels with the image')
 })
 

@@ -48,15 +48,8 @@ export function parseManifests (text: string): Manifest[] {
   return parseAllDocuments(text).map(d => d.toJS()).filter((d): d is Manifest => d !== null && typeof d === 'object')
 }
 
-/**
- * Variables the deployment files may set: the gateway's own, the AWS SDK's, and the two the cluster's
- * harness forwarding adds (issue 36: HARNESS_PEER_PORT, CLUSTER_ADVERTISED_HOST), accepted here until
- * src/config/variables.ts declares them.
- */
-export const knownVariables = new Set<string>([
-  ...variables.map(v => v.name), 'AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY', 'AWS_REGION',
-  'HARNESS_PEER_PORT', 'CLUSTER_ADVERTISED_HOST'
-])
+/** Variables the deployment files may set: the gateway's own and the AWS SDK's. */
+export const knownVariables = new Set<string>([...variables.map(v => v.name), 'AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY', 'AWS_REGION'])
 
 /** Variables whose value is a secret: never written into a deployment file. */
 export const secretVariables = ['HARNESS_TENANT_ASSERTION_SECRET', 'AWS_SECRET_ACCESS_KEY', 'KAFKA_PASSWORD', 'FRONTDOOR_HS256_SECRET', 'HARNESS_LLM_API_KEY']

@@ -48,7 +48,11 @@ true
 {{- end -}}
 {{- end -}}
 
-{{/* The last peer port: worker i of a pod listens on ports.peer + i. */}}
-{{- define "eg.lastPeerPort" -}}
-{{- add .Values.ports.peer .Values.workers -}}
+{{/* The peer ports of a pod: worker i (1 to workers) listens on ports.peer + i - 1. */}}
+{{- define "eg.peerPorts" -}}
+- protocol: TCP
+  port: {{ .Values.ports.peer }}
+  {{- if gt (int .Values.workers) 1 }}
+  endPort: {{ sub (add .Values.ports.peer .Values.workers) 1 }}
+  {{- end }}
 {{- end -}}
