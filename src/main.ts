@@ -166,7 +166,7 @@ export async function startGateway (config: Config, log: Logger): Promise<Gatewa
 
 /** Where the other members of a cluster reach this process: CLUSTER_ADVERTISED_HOST, or HOST unless it listens everywhere. */
 function advertisedHost (config: Config): string {
-  if (config.clusterAdvertisedHost !== undefined) return config.clusterAdvertisedHost
-  if (config.host === '0.0.0.0' || config.host === '::' || config.host === '') return hostname()
-  return config.host.includes(':') ? `[${config.host}]` : config.host
+  const host = config.clusterAdvertisedHost ?? (config.host === '0.0.0.0' || config.host === '::' || config.host === '' ? hostname() : config.host)
+  // An IPv6 literal (a pod IP of an IPv6 cluster) goes in brackets in a URL.
+  return host.includes(':') && !host.startsWith('[') ? `[${host}]` : host
 }

@@ -84,7 +84,7 @@ export class HarnessService {
         self,
         maxBatch: config.harnessPublishBatchMax,
         lingerMs: config.harnessPublishLingerMs
-      }, { kafka: cluster.kafka, store: this.store, manager: () => manager!, hub: this.hub, transition: event => this.feed.publish(event), log: log.child({ component: 'runs-cluster' }) })
+      }, { kafka: cluster.kafka, registry, store: this.store, manager: () => manager!, hub: this.hub, transition: event => this.feed.publish(event), log: log.child({ component: 'runs-cluster' }) })
       // Nothing to relay: the runs topic is where events are committed. The watch reads every partition's transitions from it.
       manager = new RunManager(this.store, this.hub, modes, { track () {}, add () {} }, runsLog, limits, { log: this.cluster.events, commitBeforeExecute: true })
       this.manager = manager

@@ -1,5 +1,6 @@
 import { Agent } from 'node:http'
-import type { Admin, Kafka, Producer } from 'kafkajs'
+import type { Admin, Consumer, Kafka, Producer } from 'kafkajs'
+import { Counter, type Registry } from 'prom-client'
 import type { Logger } from 'pino'
 import { keyPartitioner, MicroBatcher, partitionOfKey } from '../../bus/index.js'
 import { GatewayError } from '../../errors.js'
@@ -48,12 +49,19 @@ export interface ClusterSettings {
 
 export interface ClusterParts {
   kafka: Kafka
+  /** Counts the Kafka requests of the runs by API (`gateway_runs_kafka_requests_total`), when given. */
+  registry?: Registry
   store: RunStore
   manager: () => RunManager
   hub: RunHub
   /** Told of every transition of the cluster while someone watches (`/runs:watch`). */
   transition: (event: RunEvent) => void
   log: Logger
+}
+
+/** What the request counter needs of a kafkajs producer, consumer or admin. */
+interface KafkaClientLike {
+  on(event: string, listener: (event: { payload: { apiName: string } }) => void): unknown
 }
 
 /** Where a request for a run is served. */
@@ -93,9 +101,16 @@ export class RunsCluster {
   private readonly unserved = new Map<number, number>()
   private cleanup: NodeJS.Timeout | undefined
   private readonly log: Logger
+  /** Counts the requests of a kafkajs client the runs made, and returns it. */
+  readonly counted: <C extends Producer | Consumer | Admin>(client: C) => C
 
   constructor (private readonly settings: ClusterSettings, private readonly parts: ClusterParts) {
     this.log = parts.log
+    const requests = parts.registry && new Counter({ name: 'gateway_runs_kafka_requests_total', help: 'Kafka requests the runs made, by API: what runs cost the brokers (docs/scaling.md)', labelNames: ['api'], registers: [parts.registry] })
+    this.counted = client => {
+      if (requests) (client as KafkaClientLike).on(client.events.REQUEST, ({ payload }) => requests.inc({ api: payload.apiName }))
+      return client
+    }
     const admin = (): Admin => this.admin!
     this.group = new RunsGroup(parts.kafka, {
       groupId: settings.groupId,
@@ -103,7 +118,8 @@ export class RunsCluster {
       commandsTopic: settings.commandsTopic,
       sessionTimeoutMs: settings.sessionTimeoutMs,
       url: settings.url,
-      log: parts.log
+      log: parts.log,
+      count: this.counted
     }, {
       assigned: partitions => { for (const p of partitions) this.takeUp(p) },
       revoked: partitions => { for (const p of partitions) this.giveUp(p, 'revoked') },
@@ -113,7 +129,7 @@ export class RunsCluster {
       position: (p, next) => this.running.get(p)?.moved(next)
     })
     this.owners = new OwnerMap(this.group, settings.runsTopic, parts.log)
-    this.tail = new RunTail({ kafka: parts.kafka, get admin () { return admin() }, groupId: `${settings.groupId}-watch-${settings.self.id}`, topic: settings.runsTopic, log: parts.log }, parts.transition)
+    this.tail = new RunTail({ kafka: parts.kafka, get admin () { return admin() }, groupId: `${settings.groupId}-watch-${settings.self.id}`, topic: settings.runsTopic, log: parts.log, count: this.counted }, parts.transition)
     this.events = {
       append: (runId, event) => this.running.get(this.partitionOf(runId))?.writer?.append(runId, event) ?? Promise.reject(new Error('this process does not own the run\'s partition'))
     }
@@ -206,7 +222,7 @@ export class RunsCluster {
   private async prepare (): Promise<void> {
     const { kafka } = this.parts
     const { runsTopic, commandsTopic, partitions, retentionMs } = this.settings
-    this.admin ??= kafka.admin()
+    this.admin ??= this.counted(kafka.admin())
     await this.admin.connect()
     const existing = new Set(await this.admin.listTopics())
     const missing = [runsTopic, commandsTopic].filter(t => !existing.has(t))
@@ -221,14 +237,15 @@ export class RunsCluster {
     const counts = metadata.topics.map(t => t.partitions.length)
     if (counts[0] !== counts[1]) throw new Error(`${runsTopic} has ${counts[0]} partitions and ${commandsTopic} ${counts[1]}: TOPIC_RUNS and TOPIC_RUNS_CONTROL must have the same number`)
     this.count = counts[0]!
-    this.commandProducer ??= kafka.producer({ idempotent: true, maxInFlightRequests: 1, allowAutoTopicCreation: false, createPartitioner: keyPartitioner })
+    // Not idempotent: a start sent twice by a retry is dropped by the owner, which knows the run by its id.
+    this.commandProducer ??= this.counted(kafka.producer({ maxInFlightRequests: 1, allowAutoTopicCreation: false, createPartitioner: keyPartitioner }))
     await this.commandProducer.connect()
   }
 
   private partitionContext (): ConstructorParameters<typeof PartitionOwner>[1] {
     const { kafka, store, hub, log } = this.parts
     const { groupId, runsTopic, commandsTopic, maxBatch, lingerMs, sessionTimeoutMs } = this.settings
-    return { kafka, admin: this.admin!, group: this.group, store, manager: this.parts.manager(), hub, groupId, runsTopic, commandsTopic, partitionOf: id => this.partitionOf(id), maxBatch, lingerMs, transactionTimeoutMs: Math.max(sessionTimeoutMs * 2, 10_000), log }
+    return { kafka, count: this.counted, admin: this.admin!, group: this.group, store, manager: this.parts.manager(), hub, groupId, runsTopic, commandsTopic, partitionOf: id => this.partitionOf(id), maxBatch, lingerMs, transactionTimeoutMs: Math.max(sessionTimeoutMs * 2, 10_000), log }
   }
 
   private takeUp (partition: number): void {

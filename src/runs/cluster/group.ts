@@ -15,6 +15,8 @@ export interface GroupOptions {
   /** Where other members reach this one (its peer listener), published in its join metadata. */
   url: string
   log: Logger
+  /** Counts the consumer's requests. */
+  count: (consumer: Consumer) => Consumer
 }
 
 /** A fetched stretch of one partition: its messages and the offset after it. */
@@ -72,7 +74,7 @@ export class RunsGroup {
 
   constructor (kafka: Kafka, private readonly options: GroupOptions, private readonly handlers: GroupHandlers) {
     const assigner = this.assigner()
-    this.consumer = kafka.consumer({
+    this.consumer = options.count(kafka.consumer({
       groupId: options.groupId,
       sessionTimeout: options.sessionTimeoutMs,
       rebalanceTimeout: options.sessionTimeoutMs * 2,
@@ -81,7 +83,7 @@ export class RunsGroup {
       readUncommitted: false,
       allowAutoTopicCreation: false,
       partitionAssigners: [assigner]
-    })
+    }))
     const { HEARTBEAT, GROUP_JOIN, END_BATCH_PROCESS, CRASH } = this.consumer.events
     this.consumer.on(HEARTBEAT, () => {
       this.lastContact = performance.now()

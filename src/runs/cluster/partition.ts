@@ -12,6 +12,8 @@ import { PartitionWriter } from './writer.js'
 
 export interface PartitionContext {
   kafka: Kafka
+  /** Counts a client's requests (`RunsCluster.counted`). */
+  count: <C extends Producer>(client: C) => C
   admin: Admin
   group: RunsGroup
   store: RunStore
@@ -29,6 +31,14 @@ export interface PartitionContext {
 }
 
 export type PartitionState = 'starting' | 'ready' | 'stopped'
+
+/**
+ * A transaction begun right after the last one committed is refused
+ * (CONCURRENT_TRANSACTIONS) until the broker has written that one's markers,
+ * a few milliseconds: retried after the client's usual 200 ms, every
+ * transaction of a busy partition waited that long.
+ */
+const TRANSACTION_RETRY = { initialRetryTime: 10, maxRetryTime: 1000, retries: 12 }
 
 /**
  * One partition of the runs topic while this process owns it. Taking it up:
@@ -73,7 +83,7 @@ export class PartitionOwner {
   async start (): Promise<void> {
     const { kafka, store, group, groupId, partition } = { ...this.ctx, partition: this.partition }
     const startedAt = performance.now()
-    this.producer = kafka.producer({ transactionalId: `${groupId}-${partition}`, maxInFlightRequests: 1, idempotent: true, transactionTimeout: this.ctx.transactionTimeoutMs, createPartitioner: keyPartitioner })
+    this.producer = this.ctx.count(kafka.producer({ transactionalId: `${groupId}-${partition}`, maxInFlightRequests: 1, transactionTimeout: this.ctx.transactionTimeoutMs, createPartitioner: keyPartitioner, retry: TRANSACTION_RETRY }))
     await this.producer.connect()
     await (await this.producer.transaction()).abort()
     if (this.stopped) return

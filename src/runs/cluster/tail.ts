@@ -18,6 +18,8 @@ export interface TailOptions {
   groupId: string
   topic: string
   log: Logger
+  /** Counts the consumer's requests. */
+  count: (consumer: Consumer) => Consumer
 }
 
 /**
@@ -67,7 +69,7 @@ export class RunTail {
 
   private async start (): Promise<void> {
     const { kafka, admin, groupId, topic, log } = this.options
-    const consumer = kafka.consumer({ groupId, maxWaitTimeInMs: 250, readUncommitted: false, allowAutoTopicCreation: false })
+    const consumer = this.options.count(kafka.consumer({ groupId, maxWaitTimeInMs: 250, readUncommitted: false, allowAutoTopicCreation: false }))
     this.consumer = consumer
     const placed = new Promise<void>((resolve, reject) => {
       consumer.on(consumer.events.GROUP_JOIN, ({ payload }) => {

@@ -126,8 +126,8 @@ export class PartitionWriter implements EventLog {
     const { producer, partition, runsTopic, commandsTopic, groupId, store, held } = this.options
     if (!held()) throw new Error('the group session lapsed: this process may no longer own the partition')
     const txn = await producer.transaction()
+    let next: number | undefined
     try {
-      let next: number | undefined
       if (batch.length > 0) {
         const messages = batch.map(({ runId, event }) => ({ key: runId, value: event.json, partition, headers: { 'client-id': eventTenant(event.json) ?? '', schema: EVENT_SCHEMA } }))
         const [meta] = await txn.send({ topic: runsTopic, acks: -1, messages })
@@ -138,13 +138,20 @@ export class PartitionWriter implements EventLog {
       }
       if (!held()) throw new Error('the group session lapsed: this process may no longer own the partition')
       await txn.commit()
-      if (next !== undefined) await store.appendLogged(partition, next, batch)
     } catch (err) {
       if (txn.isActive()) await txn.abort().catch(() => undefined)
       throw err
     }
-    for (const p of batch) p.done(true)
-    this.backlog -= batch.length
+    // The next transaction need not wait for this one's LMDB commit (a flush of the disk): lmdb-js
+    // commits in call order, so the events are still stored, and then told, in log order.
+    const stored = next === undefined ? Promise.resolve([]) : store.appendLogged(partition, next, batch)
+    stored.then(() => {
+      for (const p of batch) p.done(true)
+      this.backlog -= batch.length
+    }, err => {
+      this.rejectAll(batch, err as Error)
+      this.fail(err as Error)
+    })
   }
 
   private fail (err: Error): void {
