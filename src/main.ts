@@ -3,11 +3,11 @@ import { Registry, collectDefaultMetrics } from 'prom-client'
 import { AuthService, LmdbClientStore, LmdbKeyVault, SharedClientStore, SharedKeyVault, type AuthStores } from './auth/index.js'
 import { hostname } from 'node:os'
 import { createBus, createKafkaClient } from './bus/index.js'
-import { NodeHeartbeats, SharedDocuments, clusterOwner } from './cluster/index.js'
+import { SharedDocuments } from './cluster/index.js'
 import { isCluster, type Config } from './config/index.js'
 import { HttpServer, bodyBudget, loadUws, type HttpServerOptions } from './http/index.js'
 import { IdleCollector, Readiness, capYoungGeneration, disablePretenuring, metricsSource, opsRoutes, openApiRoute, workerSlot, type OpenApiPart } from './ops/index.js'
-import { EvidenceService, SharedClaims, evidenceOpenApi, type IdempotencyClaims } from './evidence/index.js'
+import { EvidenceService, LocalLedger, PUBLISH_WAIT_MS, SharedLedger, evidenceOpenApi, type EvidenceLedger } from './evidence/index.js'
 import { consoleRoutes } from './console/index.js'
 import { FrontDoor } from './frontdoor/index.js'
 import { HarnessService, harnessOpenApi, type HarnessCluster } from './runs/index.js'
@@ -42,18 +42,13 @@ export async function startGateway (config: Config, log: Logger): Promise<Gatewa
   readiness.add('bus', () => bus.probe())
   const stoppers: Array<() => Promise<void> | void> = [() => incarnation.stop(), () => bus.close()]
   let authStores: AuthStores = { clients: new LmdbClientStore(state), keys: new LmdbKeyVault(state) }
-  let sharedClaims: IdempotencyClaims | undefined
-  // Each node tells the others it lives by a heartbeat in S3 (the evidence claims of a dead node are taken over).
+  let documents: SharedDocuments | undefined
   if (isCluster(config)) {
-    const documents = new SharedDocuments(config)
+    documents = new SharedDocuments(config)
     await documents.start()
-    // Beating before anything is claimed: no claim of this node is ever held by an incarnation without a heartbeat.
-    const nodes = new NodeHeartbeats(documents, incarnation.id, log.child({ component: 'heartbeat' }))
-    await nodes.start()
-    // Stopped after everything that holds claims (stoppers run in reverse).
-    stoppers.push(() => documents.stop(), () => nodes.stop())
+    // Stopped after everything that uses it (stoppers run in reverse).
+    stoppers.push(() => documents!.stop())
     authStores = { clients: new SharedClientStore(documents), keys: new SharedKeyVault(documents) }
-    sharedClaims = new SharedClaims(documents, config.idempotencyTtlS * 1000, clusterOwner(incarnation, nodes), log.child({ component: 'claims' }))
   }
   // Streams that never end by themselves (the run watch), ended as the servers stop taking requests.
   const closing: Array<() => void> = []
@@ -91,7 +86,10 @@ export async function startGateway (config: Config, log: Logger): Promise<Gatewa
     await objects.start()
     stoppers.push(() => objects.stop?.())
     readiness.add('storage', () => objects.probe())
-    const evidence = new EvidenceService(config, state, bus, objects, auth!.verifier, log, registry, incarnation, sharedClaims, new IdleCollector())
+    const ledger: EvidenceLedger = documents
+      ? new SharedLedger({ documents, bus, ttlMs: config.idempotencyTtlS * 1000, publishWaitMs: PUBLISH_WAIT_MS, self: incarnation, discard: folder => objects.deletePrefix?.(folder) ?? Promise.resolve(0), log: log.child({ component: 'evidence-ledger' }) })
+      : new LocalLedger(state, bus, config.idempotencyTtlS, incarnation, PUBLISH_WAIT_MS, log)
+    const evidence = new EvidenceService(config, ledger, objects, auth!.verifier, log, registry, new IdleCollector())
     evidence.routes().forEach(r => main!.route(r))
     evidence.start()
     stoppers.push(() => evidence.stop())

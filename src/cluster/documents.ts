@@ -129,6 +129,26 @@ export class SharedDocuments {
     }
   }
 
+  /** Every document under `prefix`, in key order, each with its age in ms on the store's clock (the listing's Date). */
+  async listAged (prefix: string): Promise<Array<Listed & { age: number }>> {
+    let date: string | undefined
+    const out: Array<Listed & { age: number }> = []
+    let token: string | undefined
+    do {
+      const command = new ListObjectsV2Command({ Bucket: this.bucket, Prefix: SHARED_PREFIX + prefix, ContinuationToken: token })
+      command.middlewareStack.add(next => async args => {
+        const result = await next(args)
+        date = (result.response as { headers?: Record<string, string> }).headers?.['date']
+        return result
+      }, { step: 'deserialize', name: 'responseDate' })
+      const page = await this.call('ListObjectsV2', s => this.client.send(command, { abortSignal: s }))
+      const now = date === undefined ? Date.now() : Date.parse(date)
+      for (const o of page.Contents ?? []) out.push({ key: o.Key!.slice(SHARED_PREFIX.length), etag: o.ETag!, lastModified: o.LastModified!.getTime(), age: Math.max(0, now - o.LastModified!.getTime()) })
+      token = page.IsTruncated === true ? page.NextContinuationToken : undefined
+    } while (token !== undefined)
+    return out
+  }
+
   /** Every document under `prefix`, in key order. */
   async list (prefix: string): Promise<Listed[]> {
     const out: Listed[] = []

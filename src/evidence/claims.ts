@@ -43,26 +43,6 @@ export function decideClaim (record: ClaimRecord | undefined, now: number): Clai
   return now - record.started_at < STALE_IN_PROGRESS_MS ? { kind: 'in_progress' } : { kind: 'take' }
 }
 
-/**
- * (tenant key, event_id) → in progress, or done with the acknowledgment to
- * replay: in LMDB on a single node (IdempotencyStore), in S3 in a cluster
- * (SharedClaims). Completing is two steps so each store can record it where
- * it is atomic enough: LMDB in the transaction that commits the outbox entry,
- * S3 once the envelope is published (or safe in the outbox).
- */
-export interface IdempotencyClaims {
-  /** Claims the key, or says why not (a replay, or a request still running). */
-  claim(key: string): Promise<Claim>
-  /** Inside the LMDB transaction that writes the outbox entry. */
-  completeInTransaction(key: string, ack: Acknowledgment): void
-  /** After that transaction is on disk and the envelope published or left to the relay. */
-  complete(key: string, ack: Acknowledgment): Promise<void>
-  /** Frees a claim whose upload failed, so a retry is stored. */
-  release(key: string): Promise<void>
-  /** Drops what is expired or held by the dead; returns how many. */
-  sweep(): Promise<number>
-}
-
 export function claimKey (tenant: string, eventId: string): string {
   return `${tenant}\u0000${eventId}`
 }

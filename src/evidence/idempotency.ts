@@ -1,6 +1,6 @@
 import type { Database } from 'lmdb'
 import type { Owner, StateStore } from '../state/index.js'
-import { claimKey, decideClaim, type Acknowledgment, type Claim, type ClaimRecord, type IdempotencyClaims } from './claims.js'
+import { claimKey, decideClaim, type Acknowledgment, type Claim, type ClaimRecord } from './claims.js'
 
 /**
  * The claims of a single node, in LMDB.
@@ -11,7 +11,7 @@ import { claimKey, decideClaim, type Acknowledgment, type Claim, type ClaimRecor
  * at once, so the client's retry is stored rather than answered 409. Claims
  * of a live process are never taken over, however long its upload runs.
  */
-export class IdempotencyStore implements IdempotencyClaims {
+export class IdempotencyStore {
   private readonly db: Database<ClaimRecord, string>
 
   private readonly ttlMs: number
@@ -42,12 +42,9 @@ export class IdempotencyStore implements IdempotencyClaims {
   }
 
   /** Records completion; call inside the transaction that also writes the outbox entry. */
-  completeInTransaction (key: string, ack: Acknowledgment): void {
+  complete (key: string, ack: Acknowledgment): void {
     this.db.put(key, { state: 'done', ack, expires_at: this.now() + this.ttlMs })
   }
-
-  /** Nothing more: the record was completed with the outbox entry. */
-  async complete (): Promise<void> {}
 
   async release (key: string): Promise<void> {
     await this.db.remove(key)

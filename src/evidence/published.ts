@@ -30,13 +30,21 @@ export interface PublishContext {
  * Object key `{tenant}/{yyyy}/{mm}/{dd}/{event_id}/{index}.{ext}`, dated by
  * the time of receipt (the server's clock, not the device's). The tenant is
  * always the uploader's token's tenant key (the client_id for this service's
- * own tokens): a subject.client_id override never chooses the prefix.
+ * own tokens): a subject.client_id override never chooses the prefix. In a
+ * cluster, where two attempts at one event may overlap, each writes under
+ * its own `{attempt}/` folder after the event_id, and the published envelope
+ * names the objects of the attempt that was accepted.
  */
-export function objectKey (tenant: string, eventId: string, index: number, contentType: string, receivedAt: Date): string {
+export function objectKey (tenant: string, eventId: string, index: number, contentType: string, receivedAt: Date, attempt?: string): string {
+  return `${objectFolder(tenant, eventId, receivedAt, attempt)}${index}.${MEDIA_TYPES[contentType]}`
+}
+
+/** The folder (ending in `/`) the objects of an event, or of one attempt at it, go in. */
+export function objectFolder (tenant: string, eventId: string, receivedAt: Date, attempt?: string): string {
   const yyyy = receivedAt.getUTCFullYear()
   const mm = String(receivedAt.getUTCMonth() + 1).padStart(2, '0')
   const dd = String(receivedAt.getUTCDate()).padStart(2, '0')
-  return `${tenant}/${yyyy}/${mm}/${dd}/${eventId}/${index}.${MEDIA_TYPES[contentType]}`
+  return `${tenant}/${yyyy}/${mm}/${dd}/${eventId}/${attempt === undefined ? '' : `${attempt}/`}`
 }
 
 /** The envelope put on the bus: the received one plus what the server computed; never the bytes. */

@@ -1,24 +1,20 @@
 import type { Logger } from 'pino'
 import { Counter, Gauge, type Registry } from 'prom-client'
 import type { TokenVerifier } from '../auth/index.js'
-import type { Bus } from '../bus/index.js'
 import type { Config } from '../config/index.js'
 import { type Reply, type RequestContext, type Route } from '../http/index.js'
 import { GatewayError } from '../errors.js'
 import { storageMetrics, type ByteSource, type ObjectStore } from '../storage/index.js'
-import type { Owner, StateStore } from '../state/index.js'
 import { eventTypeAllowlist, parseEnvelope, publishingClientId, type EventEnvelope } from './envelope.js'
 import { HashPool } from './hasher.js'
-import { claimKey as idempotencyKey, type Acknowledgment, type IdempotencyClaims } from './claims.js'
-import { IdempotencyStore } from './idempotency.js'
+import { claimKey as idempotencyKey, type Acknowledgment } from './claims.js'
+import type { EvidenceLedger } from './ledger.js'
 import { MultipartReader, multipartBoundary, readSmallPart } from './multipart.js'
-import { Outbox } from './outbox.js'
-import { MEDIA_TYPES, objectKey, publishedMessage, type StoredMedia } from './published.js'
+import { MEDIA_TYPES, objectFolder, objectKey, publishedMessage, type StoredMedia } from './published.js'
 import { UploadSession, unlessAborted } from './upload.js'
 
 export const EVIDENCE_SCOPE = 'stream:write'
 export const ENVELOPE_MAX_BYTES = 64 * 1024
-const SWEEP_MS = 10 * 60 * 1000
 /**
  * Longest wait of a 202 for the relay to have the envelope on the bus; past
  * it (a broker that is slow but not failing) the answer goes out with the
@@ -29,6 +25,11 @@ export const PUBLISH_WAIT_MS = 10_000
 const invalid = (key: string, message: string): GatewayError =>
   new GatewayError('validation_error', message, { details: { [key]: message } })
 
+const replay = (ack: Acknowledgment): Reply => ({ status: 202, body: ack, headers: { 'idempotent-replay': 'true' } })
+
+const inProgress = (eventId: string): GatewayError =>
+  new GatewayError('idempotency_in_progress', 'this event_id is still being processed', { details: { event_id: `${eventId} is being processed by another request` } })
+
 /** What hears of the uploads' bursts: busy at each upload, idle once none is in flight. */
 export interface Quiet {
   busy(): void
@@ -38,15 +39,13 @@ export interface Quiet {
 /**
  * `POST /v1/stream/events`: the envelope is checked before any byte is
  * stored, media parts stream into the object store while being hashed, and
- * the envelope that references them is committed to the outbox together with
- * the idempotency record before the 202.
+ * the envelope that references them is accepted in the ledger (with the
+ * event_id's claim) before the 202: `LocalLedger` on one node,
+ * `SharedLedger` in a cluster.
  */
 export class EvidenceService {
-  readonly outbox: Outbox
-  readonly idempotency: IdempotencyClaims
   private readonly hashes: HashPool
   private readonly allowlist: ReadonlySet<string>
-  private sweeper: NodeJS.Timeout | undefined
   /** Requests being served, by the controller that aborts their upload. */
   private readonly running = new Map<AbortController, Promise<unknown>>()
   private readonly accepted: Counter
@@ -54,36 +53,26 @@ export class EvidenceService {
 
   constructor (
     private readonly config: Config,
-    private readonly state: StateStore,
-    bus: Bus,
+    /** Where event_ids are claimed and accepted envelopes wait for the bus. */
+    private readonly ledger: EvidenceLedger,
     private readonly store: ObjectStore,
     private readonly verifier: TokenVerifier,
     private readonly log: Logger,
     registry: Registry,
-    owner: Owner,
-    /** Where event_ids are claimed: this node's LMDB unless the claims are shared (a cluster). */
-    claims?: IdempotencyClaims,
     /** Told when uploads start and when none is left in flight (the process's `IdleCollector`). */
     private readonly quiet: Quiet = { busy () {}, idle () {} }
   ) {
-    this.outbox = new Outbox(state, bus, log.child({ component: 'outbox' }), owner)
-    this.idempotency = claims ?? new IdempotencyStore(state, config.idempotencyTtlS, owner)
     this.hashes = new HashPool(config.evidenceHashThreads)
     this.allowlist = eventTypeAllowlist(config.evidenceEventTypes)
-    const outbox = this.outbox
-    new Gauge({ name: 'evidence_outbox_backlog', help: 'Envelopes accepted but not yet acknowledged by the bus', aggregator: 'max', registers: [registry], collect () { this.set(outbox.backlog) } })
-    new Gauge({ name: 'evidence_outbox_oldest_age_seconds', help: 'Age of the oldest unpublished envelope', aggregator: 'max', registers: [registry], collect () { this.set(outbox.oldestAgeMs() / 1000) } })
+    new Gauge({ name: 'evidence_outbox_backlog', help: 'Envelopes accepted but not yet acknowledged by the bus', aggregator: 'max', registers: [registry], collect () { this.set(ledger.backlog) } })
+    new Gauge({ name: 'evidence_outbox_oldest_age_seconds', help: 'Age of the oldest unpublished envelope', aggregator: 'max', registers: [registry], collect () { this.set(ledger.oldestAgeMs() / 1000) } })
     storageMetrics(store, registry)
     this.accepted = new Counter({ name: 'evidence_uploads_total', help: 'Uploads accepted (202), idempotent replays not counted', registers: [registry] })
     this.acceptedBytes = new Counter({ name: 'evidence_media_bytes_total', help: 'Bytes of media in accepted uploads', registers: [registry] })
   }
 
   start (): void {
-    this.outbox.start()
-    const sweep = (): void => { this.idempotency.sweep().catch(err => this.log.error({ err }, 'idempotency sweep failed')) }
-    // At once too: the claims of a process that died are freed on contact anyway, this clears the rest.
-    sweep()
-    this.sweeper = setInterval(sweep, SWEEP_MS).unref()
+    this.ledger.start()
   }
 
   /**
@@ -92,17 +81,16 @@ export class EvidenceService {
    * and their event_ids released, so a retry after the restart is accepted.
    */
   async stop (): Promise<void> {
-    clearInterval(this.sweeper)
     const shutdown = new GatewayError('shutting_down', 'server is shutting down')
     for (const abort of this.running.keys()) abort.abort(shutdown)
     await Promise.allSettled(this.running.values())
-    await this.outbox.stop()
+    await this.ledger.stop()
     await this.hashes.close()
   }
 
   /** Readiness detail: the outbox backlog, and the last publish error if the relay is failing. */
   outboxState (): Record<string, unknown> {
-    return { backlog: this.outbox.backlog, oldest_age_ms: this.outbox.oldestAgeMs(), ...(this.outbox.lastError ? { last_error: this.outbox.lastError } : {}) }
+    return { backlog: this.ledger.backlog, oldest_age_ms: this.ledger.oldestAgeMs(), ...(this.ledger.lastError ? { last_error: this.ledger.lastError } : {}) }
   }
 
   routes (): Route[] {
@@ -133,6 +121,8 @@ export class EvidenceService {
     let envelope: EventEnvelope | undefined
     let clientId = claims.client_id
     let claimKey: string | undefined
+    let attempt: string | undefined
+    let lost: AbortSignal | undefined
     try {
       const parts = new MultipartReader(body, multipartBoundary(ctx.headers['content-type'] ?? ''), this.config.evidenceMaxMedia + 1)
       const nextPart = (): Promise<Awaited<ReturnType<typeof parts.nextPart>>> => unlessAborted(parts.nextPart(), abort.signal)
@@ -144,51 +134,63 @@ export class EvidenceService {
           envelope = parseEnvelope(await unlessAborted(readSmallPart(parts, ENVELOPE_MAX_BYTES, 'envelope'), abort.signal), this.allowlist)
           clientId = publishingClientId(envelope, claims.client_id, claims.scope)
           const key = idempotencyKey(tenant, envelope.event_id)
-          const claim = await this.idempotency.claim(key)
-          if (claim.kind === 'replay') return { status: 202, body: claim.ack, headers: { 'idempotent-replay': 'true' } }
-          if (claim.kind === 'in_progress') {
-            throw new GatewayError('idempotency_in_progress', 'this event_id is still being processed', { details: { event_id: `${envelope.event_id} is being processed by another request` } })
-          }
+          const eventId = envelope.event_id
+          const claim = await this.ledger.claim(key, attempt => objectFolder(tenant, eventId, receivedAt, attempt))
+          if (claim.kind === 'replay') return replay(claim.ack)
+          if (claim.kind === 'in_progress') throw inProgress(envelope.event_id)
           claimKey = key
+          attempt = claim.attempt
+          lost = claim.lost
+          // A claim taken over (this process was quiet past its lease) stops the upload: its objects are its own, and go.
+          lost.addEventListener('abort', () => abort.abort(lost!.reason), { once: true })
           continue
         }
         if (part.name === 'envelope') throw invalid(`parts[${part.index}]`, 'a second envelope part')
         if (part.name !== 'media') throw invalid(`parts[${part.index}]`, `unknown part name ${JSON.stringify(part.name)}`)
-        media.push(await this.storeMedia(session, parts, part.contentType, media.length, envelope, tenant, receivedAt))
+        media.push(await this.storeMedia(session, parts, part.contentType, media.length, envelope, tenant, receivedAt, attempt))
       }
       if (!envelope) throw invalid('envelope', 'is required')
       const hints = envelope.media?.length ?? 0
       if (hints > media.length) throw invalid('media', `${hints} media hints but ${media.length} media parts`)
       const ack: Acknowledgment = { status: 'accepted', event_id: envelope.event_id, media_count: media.length }
       const message = publishedMessage(envelope, media, { clientId, issuer: claims.iss, tenant, requestId: ctx.requestId, receivedAt, playbackBaseUrl: this.config.evidencePlaybackBaseUrl })
-      const entry = await this.state.transaction(() => {
-        this.idempotency.completeInTransaction(claimKey!, ack)
-        return this.outbox.enqueueInTransaction(this.config.topicEvidence, message)
-      })
-      const done = claimKey
-      claimKey = undefined
       // With the bus up, a 202 means the envelope is on it (Kafka: acks=all);
-      // the outbox answers for it only while the bus fails.
-      await this.outbox.published(entry, PUBLISH_WAIT_MS)
-      await this.idempotency.complete(done!, ack)
+      // the ledger answers for it only while the bus fails.
+      const outcome = await this.ledger.accept(claimKey!, ack, this.config.topicEvidence, message)
+      claimKey = undefined
+      if (outcome.kind !== 'accepted') {
+        // Another attempt holds the event now: this one's objects go, and its client hears what is true.
+        await session.discard()
+        if (outcome.kind === 'replay') return replay(outcome.ack)
+        throw inProgress(envelope.event_id)
+      }
       this.accepted.inc()
       this.acceptedBytes.inc(media.reduce((n, m) => n + m.size, 0))
       return { status: 202, body: ack }
     } catch (err) {
+      if (lost?.aborted === true && claimKey !== undefined) {
+        // Not a failure of this request's: another attempt holds the event. Its client hears what is true.
+        const key = claimKey
+        claimKey = undefined
+        await session.discard()
+        const truth = await this.ledger.truth(key)
+        if (truth.kind === 'replay') return replay(truth.ack)
+        throw inProgress(envelope!.event_id)
+      }
       // A failed body (size limit) is the real cause of whatever failed after it.
       throw body.errored ?? err
     } finally {
       if (claimKey !== undefined) {
         await session.discard()
-        await this.idempotency.release(claimKey)
+        await this.ledger.release(claimKey)
       }
     }
   }
 
-  private async storeMedia (session: UploadSession, bytes: ByteSource, contentType: string, index: number, envelope: EventEnvelope, tenant: string, receivedAt: Date): Promise<StoredMedia> {
+  private async storeMedia (session: UploadSession, bytes: ByteSource, contentType: string, index: number, envelope: EventEnvelope, tenant: string, receivedAt: Date, attempt: string | undefined): Promise<StoredMedia> {
     if (index >= this.config.evidenceMaxMedia) throw invalid('media', `at most ${this.config.evidenceMaxMedia} media parts`)
     if (MEDIA_TYPES[contentType] === undefined) throw invalid(`media[${index}]`, 'must be video/mp4 or video/h264')
-    const key = objectKey(tenant, envelope.event_id, index, contentType, receivedAt)
+    const key = objectKey(tenant, envelope.event_id, index, contentType, receivedAt, attempt)
     const stored = await session.put(key, bytes, contentType)
     const expected = envelope.media?.[index]?.checksum_sha256
     if (expected !== undefined && expected.toLowerCase() !== stored.sha256) {

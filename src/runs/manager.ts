@@ -1,9 +1,10 @@
 import type { Logger } from 'pino'
 import { ActorPool, type RunActor } from './actors.js'
-import { LIFECYCLE_EVENT, STEP_EVENT_TYPES } from './catalogue.js'
+import { STEP_EVENT_TYPES } from './catalogue.js'
 import type { RunMachineEvent } from './machine.js'
 import { ModeError, type Mode } from './modes/index.js'
-import { encodeEvent, encodeRecord, eventOwner, recordHead } from './events.js'
+import { encodeEvent, eventOwner, recordHead } from './events.js'
+import { INTERRUPTED, interruptedEnd, lifecycleEvent } from './lifecycle.js'
 import type { RunHub } from './hub.js'
 import { uuidv7 } from './ids.js'
 import { isoNow } from '../ops/index.js'
@@ -11,7 +12,6 @@ import type { RunStore } from './store.js'
 import { isTerminal, type RunEvent, type RunRecord } from './types.js'
 import { GatewayError } from '../errors.js'
 
-const INTERRUPTED = { code: 'interrupted', message: 'the process stopped while the run was in flight' }
 
 /**
  * Where a run's events are committed: LMDB alone on a single node (the
@@ -348,43 +348,6 @@ export class RunManager {
     else this.activeByTenant.delete(record.tenant_id)
     run.end?.(record)
   }
-}
-
-/**
- * The event a status is entered with (`LIFECYCLE_EVENT`), carrying the record
- * as of it under `data.run`; that same JSON is what `runs-v3` stores. A
- * cancelled run ends with `run.failed` whose data says `reason: "cancelled"`,
- * as the origin harness ends one.
- */
-function lifecycleEvent (run: Pick<ActiveRun, 'owner' | 'head'>, record: RunRecord, at: string): RunEvent {
-  const json = encodeRecord(run.head, record)
-  let message: string
-  let extra = ''
-  switch (record.status) {
-    case 'queued': message = 'Run queued'; break
-    case 'running': message = 'Run started'; break
-    case 'succeeded': message = 'Run completed'; break
-    case 'cancelled':
-      message = 'Run cancelled'
-      extra = ',"reason":"cancelled","error":"cancelled"'
-      break
-    case 'failed': {
-      const code = record.error?.code ?? 'mode_failed'
-      message = `Run failed: ${record.error?.message ?? code}`
-      extra = `,"reason":${code === INTERRUPTED.code ? '"interrupted"' : '"error"'},"error":${JSON.stringify(code)}`
-    }
-  }
-  const event = encodeEvent(run.owner, record.last_event_id, LIFECYCLE_EVENT[record.status], message, `{"status":"${record.status}"${extra},"run":${json}}`, at)
-  event.record = json
-  return event
-}
-
-/** The event that ends `stale` (a record as stored, in flight) as interrupted, next after its last event. */
-export function interruptedEnd (stale: RunRecord): RunEvent {
-  const endedAt = isoNow()
-  const record: RunRecord = { ...stale, status: 'failed', ended_at: endedAt, error: INTERRUPTED, last_event_id: stale.last_event_id + 1 }
-  const owner = eventOwner(record.run_id, record.tenant_id)
-  return lifecycleEvent({ owner, head: recordHead(owner, record) }, record, endedAt)
 }
 
 function stop (run: ActiveRun): void {

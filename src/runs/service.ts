@@ -91,7 +91,7 @@ export class HarnessService {
       this.requests = new ClusterRequests({ cluster: this.cluster, manager, store: this.store, hub: this.hub, gate: this.gate, config, serve: (ctx, record) => this.serveRecord(ctx, record) })
     } else {
       this.store = new RunStore(state)
-      this.single = new SingleNodeRuns({ config, state, bus, store: this.store, hub: this.hub, feed: this.feed, self, log: runsLog })
+      this.single = new SingleNodeRuns({ config, state, bus, store: this.store, hub: this.hub, feed: this.feed, self, log })
       this.manager = new RunManager(this.store, this.hub, modes, this.single.sink(), runsLog, limits)
     }
     if (registry && this.single) {

@@ -19,6 +19,7 @@ export interface SingleNodeParts {
   hub: RunHub
   feed: RunFeed
   self: Owner
+  /** The process's: each part logs under a `component` of its own. */
   log: Logger
 }
 
@@ -63,7 +64,7 @@ export class SingleNodeRuns {
     const { config, state, bus, store, hub, log, self } = this.parts
     const claimed = await this.outbox.claim()
     const interrupted = await manager.recover(claimed)
-    if (interrupted > 0) log.warn({ interrupted }, 'runs in flight at the last stop were marked failed (interrupted)')
+    if (interrupted > 0) log.warn({ interrupted, component: 'harness' }, 'runs in flight at the last stop were marked failed (interrupted)')
     this.outbox.start(claimed)
     this.remote = new RemoteRuns({
       store,
@@ -74,7 +75,7 @@ export class SingleNodeRuns {
       bus: bus.kind === 'local' ? bus : new LocalBus(state),
       controlTopic: config.topicRunsControl,
       controlGroup: `${config.kafkaClientId}-control-${self.id}`,
-      log
+      log: log.child({ component: 'runs' })
     })
     this.remote.start()
   }

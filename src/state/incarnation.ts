@@ -25,16 +25,6 @@ export interface Owner {
 }
 
 /**
- * The same question where the answer may need a look elsewhere: in a
- * cluster, the holder of a claim may run on another node, known only by its
- * heartbeat in S3 (src/cluster/heartbeats.ts).
- */
-export interface RemoteOwner {
-  readonly id: string
-  isAlive(id: string): Promise<boolean>
-}
-
-/**
  * This process's incarnation among those sharing DATA_DIR: an id made at
  * start (pid and random bits), registered in LMDB. Whatever a process holds
  * (an idempotency claim, a partial file, the outbox relay) is stamped with
@@ -95,7 +85,7 @@ export class Incarnation implements Owner {
  * Whether process `pid` (started at `procStart`, registered from kernel
  * `host`) lives, if that can be asked of this kernel: undefined when it ran
  * under another kernel or pid namespace (or off Linux). For registrations
- * kept elsewhere (a node's heartbeat in S3) of a process that may have run
+ * kept elsewhere (an evidence claim in S3) of a process that may have run
  * on this machine: a kill -9 then frees what it held at once.
  */
 export function localProcessAlive (host: string | undefined, pid: number, procStart: string | undefined): boolean | undefined {

@@ -1,7 +1,7 @@
 import {
   S3Client, HeadBucketCommand, CreateBucketCommand, DeleteObjectCommand, PutObjectCommand,
   CreateMultipartUploadCommand, UploadPartCommand, CompleteMultipartUploadCommand, AbortMultipartUploadCommand,
-  ListMultipartUploadsCommand, type CompletedPart
+  ListMultipartUploadsCommand, ListObjectsV2Command, type CompletedPart
 } from '@aws-sdk/client-s3'
 import { GatewayError } from '../errors.js'
 
@@ -87,6 +87,19 @@ export class S3Api {
     const { ETag } = await this.call('PutObject', this.timeouts.partMs, s =>
       this.client.send(new PutObjectCommand({ Bucket: this.bucket, Key: key, Body: bytes, ContentLength: bytes.length, ContentType: contentType }), { abortSignal: s }), signal)
     return ETag ?? ''
+  }
+
+  /** The keys of the objects under `prefix`. */
+  async listKeys (prefix: string): Promise<string[]> {
+    const keys: string[] = []
+    let token: string | undefined
+    do {
+      const page = await this.call('ListObjectsV2', this.timeouts.requestMs, s =>
+        this.client.send(new ListObjectsV2Command({ Bucket: this.bucket, Prefix: prefix, ContinuationToken: token }), { abortSignal: s }))
+      for (const o of page.Contents ?? []) keys.push(o.Key!)
+      token = page.IsTruncated === true ? page.NextContinuationToken : undefined
+    } while (token !== undefined)
+    return keys
   }
 
   async deleteObject (key: string): Promise<void> {

@@ -88,4 +88,10 @@ export class S3ObjectStore implements ObjectStore {
   async delete (key: string): Promise<void> {
     await this.api.deleteObject(key)
   }
+
+  async deletePrefix (prefix: string): Promise<number> {
+    const keys = await this.api.listKeys(prefix)
+    for (const key of keys) await this.api.deleteObject(key)
+    return keys.length
+  }
 }

@@ -80,4 +80,6 @@ export interface ObjectStore {
    */
   put(key: string, body: ByteSource, contentType: string, options: PutOptions): Promise<StoredObject>
   delete(key: string): Promise<void>
+  /** Removes every object under `prefix` (the objects of an attempt that died); how many. The S3 store only. */
+  deletePrefix?(prefix: string): Promise<number>
 }

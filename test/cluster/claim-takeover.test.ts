@@ -34,10 +34,10 @@ async function orphanedUpload (t: Test, infra: InfraEnv, clientId: string, event
   return { cluster, n2, token, body }
 }
 
-t.test('the claim of a node killed -9 mid-upload is taken over by another node once its heartbeat is stale', async t => {
+t.test('the claim of a node killed -9 mid-upload is taken over by another node once the lease of its claim has lapsed', async t => {
   const infra = sharedInfra(t)
   if (!infra) return
-  // As on two machines: each node in its own pid namespace knows the other by its heartbeat only (on one machine the kernel answers at once).
+  // As on two machines: each node in its own pid namespace knows the other's claim by its lease only (on one machine the kernel answers at once).
   const { cluster, n2, token, body } = await orphanedUpload(t, infra, 'cam-takeover', 'evt-orphan', { isolated: true })
 
   // Retried as a client would, every two seconds, until node 2 takes the claim over.
@@ -47,7 +47,7 @@ t.test('the claim of a node killed -9 mid-upload is taken over by another node o
     answers.push(res.status)
     return res
   }, res => res.status !== 409, 60_000, 2000)
-  t.equal(answers[0], 409, 'right after the kill, node 1\'s heartbeat is fresh: its claim holds')
+  t.equal(answers[0], 409, 'right after the kill, node 1\'s lease is fresh: its claim holds')
   t.same(answers.slice(0, -1).filter(s => s !== 409), [], 'and every retry until it is stale is 409')
   t.same([final.status, final.body, final.headers.get('idempotent-replay')], [202, { status: 'accepted', event_id: 'evt-orphan', media_count: 1 }, null], 'then stored and published by node 2')
   const replay = await postEvidence(n2.url, token, body)
@@ -61,5 +61,5 @@ t.test('on one machine, the claim of a node killed -9 is free at once: the kerne
   if (!infra) return
   const { n2, token, body } = await orphanedUpload(t, infra, 'cam-local', 'evt-local')
   const retry = await postEvidence(n2.url, token, body)
-  t.same([retry.status, retry.headers.get('idempotent-replay')], [202, null], 'the first retry is stored, though node 1\'s heartbeat is still fresh')
+  t.same([retry.status, retry.headers.get('idempotent-replay')], [202, null], 'the first retry is stored, though node 1\'s lease is still fresh')
 })

@@ -33,7 +33,7 @@ t.test('a completed key replays whoever held it', async t => {
   const { state, alive, as } = setup(t)
   const a = as('a')
   await a.claim('k')
-  await state.transaction(() => a.completeInTransaction('k', ack))
+  await state.transaction(() => a.complete('k', ack))
   alive.delete('a')
   t.same(await as('b').claim('k'), { kind: 'replay', ack })
 })
@@ -66,7 +66,7 @@ t.test('IDEMPOTENCY_TTL_S is seconds: a day by default, a second either side of 
     const a = store(ttlS)
     t.same(await a.claim(key), { kind: 'claimed' })
     const completedAt = clock.now
-    await state.transaction(() => a.completeInTransaction(key, ack))
+    await state.transaction(() => a.complete(key, ack))
     clock.now = completedAt + ttlS * 1000 - 1000
     t.same(await as('b').claim(key), { kind: 'replay', ack }, `${ttlS} s less a second after: a replay`)
     clock.now = completedAt + ttlS * 1000 + 1000
@@ -83,7 +83,7 @@ t.test('the sweep keeps a completed key until its window ends', async t => {
   const a = as('a')
   await a.claim('k')
   const completedAt = clock.now
-  await state.transaction(() => a.completeInTransaction('k', ack))
+  await state.transaction(() => a.complete('k', ack))
   clock.now = completedAt + 60_000 - 1
   t.equal(await a.sweep(), 0, 'inside the window: kept')
   t.same(await as('b').claim('k'), { kind: 'replay', ack })

@@ -39,7 +39,7 @@ t.test('several clips go to MinIO (one as a multipart upload); the envelope on K
   t.notOk('data' in envelope, 'no bytes travel on the bus')
   for (const [i, c] of clips.entries()) {
     const m = envelope.media[i]
-    t.match(m.uri, new RegExp(`^s3://${s.bucket}/${CLIENT.client_id}/\\d{4}/\\d{2}/\\d{2}/evt-s3/${i}\\.mp4$`))
+    t.match(m.uri, new RegExp(`^s3://${s.bucket}/${CLIENT.client_id}/\\d{4}/\\d{2}/\\d{2}/evt-s3/[0-9a-f]{12}/${i}\\.mp4$`), 'under the folder of the attempt that was accepted')
     t.equal(m.size_bytes, c.data.length)
     t.equal(m.sha256, c.sha256)
     t.match(m.etag, /^"[0-9a-f]{32}(-\d+)?"$/, 'the S3 ETag')
