@@ -59,6 +59,7 @@ export const variables = [
   { name: 'KAFKA_USERNAME', type: 'string', description: 'SASL user' },
   { name: 'KAFKA_PASSWORD', type: 'string', description: 'SASL password' },
   { name: 'KAFKA_TLS', type: 'boolean', default: false, description: 'TLS to the brokers' },
+  { name: 'KAFKA_COMPRESSION', type: 'string', default: 'gzip', enum: ['none', 'gzip'], description: 'codec of the record batches the gateway produces (docs/telemetry.md)' },
   { name: 'KAFKA_TOPIC_PARTITIONS', type: 'integer', default: 6, minimum: 1, description: 'partitions of topics the gateway creates' },
   { name: 'TOPIC_TELEMETRY', type: 'string', default: 'asset.telemetry.v1', description: 'telemetry topic, key `asset_id`' },
   { name: 'TOPIC_EVIDENCE', type: 'string', default: 'stream.events.v1', description: 'evidence topic, key `client_id/device_id`' },

@@ -44,7 +44,7 @@ export class TelemetryService {
         return bus.publish(config.topicTelemetry, messages)
       },
       refuse: () => {
-        const reason = bus.unavailable()
+        const reason = bus.unavailable(config.topicTelemetry)
         return reason === undefined ? undefined : busUnavailable(reason)
       },
       abandoned: ctx => (ctx as RequestContext).aborted
