@@ -71,7 +71,9 @@ export const variables = [
   { name: 'TELEMETRY_LINGER_MS', type: 'integer', default: 5, minimum: 0, description: 'longest wait before a partial batch leaves' },
   { name: 'TELEMETRY_PUBLISH_TIMEOUT_MS', type: 'integer', default: 10000, minimum: 1, description: 'publish deadline before 500' },
   { name: 'TELEMETRY_MAX_PENDING', type: 'integer', default: 20000, minimum: 1, description: 'records awaiting acknowledgment before 503' },
-  { name: 'TELEMETRY_MAX_BODY', type: 'integer', default: MiB, minimum: 1, description: 'largest telemetry body in bytes (413 past it)' },
+  { name: 'TELEMETRY_MAX_BODY', type: 'integer', default: MiB, minimum: 1, description: 'largest telemetry body in bytes (413 past it); in a batch or a stream, largest record' },
+  { name: 'TELEMETRY_BATCH_MAX_RECORDS', type: 'integer', default: 1000, minimum: 1, description: 'records per `POST /v1/asset/track:batch` (413 past it)' },
+  { name: 'TELEMETRY_BATCH_MAX_BODY', type: 'integer', default: 8 * MiB, minimum: 1, description: 'largest batch body in bytes (413 past it)' },
 
   // Storage
   { name: 'STORAGE', type: 'string', default: 'fs', enum: ['fs', 's3'], description: '`fs` (DATA_DIR/objects) or `s3`' },
