@@ -74,6 +74,9 @@ export const variables = [
   { name: 'TELEMETRY_MAX_BODY', type: 'integer', default: MiB, minimum: 1, description: 'largest telemetry body in bytes (413 past it); in a batch or a stream, largest record' },
   { name: 'TELEMETRY_BATCH_MAX_RECORDS', type: 'integer', default: 1000, minimum: 1, description: 'records per `POST /v1/asset/track:batch` (413 past it)' },
   { name: 'TELEMETRY_BATCH_MAX_BODY', type: 'integer', default: 8 * MiB, minimum: 1, description: 'largest batch body in bytes (413 past it)' },
+  { name: 'TELEMETRY_STREAM_WINDOW_RECORDS', type: 'integer', default: 1000, minimum: 1, description: 'records a telemetry stream may have unacknowledged; more are refused `overloaded`' },
+  { name: 'TELEMETRY_STREAM_WINDOW_BYTES', type: 'integer', default: MiB, minimum: 1024, description: 'bytes of those records; also the largest stream message (uWS drops a stream that sends a larger one)' },
+  { name: 'TELEMETRY_STREAM_PER_CLIENT', type: 'integer', default: 8, minimum: 1, description: 'telemetry streams one client may hold open; more get 429 `too_many_streams`' },
 
   // Storage
   { name: 'STORAGE', type: 'string', default: 'fs', enum: ['fs', 's3'], description: '`fs` (DATA_DIR/objects) or `s3`' },

@@ -20,7 +20,7 @@ const CLOSE_ARRAY = 0x5d
 const OPEN_OBJECT = 0x7b
 const CLOSE_OBJECT = 0x7d
 
-const isSpace = (c: number): boolean => c === SPACE || c === TAB || c === NEWLINE || c === CARRIAGE_RETURN
+export const isSpace = (c: number): boolean => c === SPACE || c === TAB || c === NEWLINE || c === CARRIAGE_RETURN
 
 /**
  * NDJSON: one record a line (`\n`, an optional `\r` before it). Lines that
@@ -63,19 +63,8 @@ export function arraySpans (body: Buffer): Spans | undefined {
     if (i >= n) return undefined
     if (body[i] === CLOSE_ARRAY && spans.length === 0) { i++; break }
     const start = i
-    let depth = 0
-    for (; i < n; i++) {
-      const c = body[i]!
-      if (c === QUOTE) {
-        i = stringEnd(body, i + 1)
-        if (i < 0) return undefined
-      } else if (c === OPEN_OBJECT || c === OPEN_ARRAY) depth++
-      else if (c === CLOSE_OBJECT || c === CLOSE_ARRAY) {
-        if (depth === 0) break
-        depth--
-      } else if (c === COMMA && depth === 0) break
-    }
-    if (i >= n) return undefined
+    i = valueEnd(body, i)
+    if (i < 0) return undefined
     let stop = i
     while (stop > start && isSpace(body[stop - 1]!)) stop--
     if (stop === start) return undefined
@@ -88,8 +77,30 @@ export function arraySpans (body: Buffer): Spans | undefined {
   return i === n ? spans : undefined
 }
 
+/**
+ * Where a value that starts at `from` stops: the index of the first `,`,
+ * `]` or `}` outside its strings and brackets (the value's bytes end
+ * before it, trailing whitespace aside), or -1 when there is none or its
+ * brackets do not balance.
+ */
+export function valueEnd (body: Buffer, from: number): number {
+  let depth = 0
+  for (let i = from; i < body.length; i++) {
+    const c = body[i]!
+    if (c === QUOTE) {
+      i = stringEnd(body, i + 1)
+      if (i < 0) return -1
+    } else if (c === OPEN_OBJECT || c === OPEN_ARRAY) depth++
+    else if (c === CLOSE_OBJECT || c === CLOSE_ARRAY) {
+      if (depth === 0) return i
+      depth--
+    } else if (c === COMMA && depth === 0) return i
+  }
+  return -1
+}
+
 /** The index of the quote that closes a string whose content starts at `from`, or -1. */
-function stringEnd (body: Buffer, from: number): number {
+export function stringEnd (body: Buffer, from: number): number {
   let at = from
   for (;;) {
     const quote = body.indexOf(QUOTE, at)

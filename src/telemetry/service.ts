@@ -1,3 +1,4 @@
+import type { Logger } from 'pino'
 import { Counter, Histogram, type Registry } from 'prom-client'
 import type { TokenClaims, TokenVerifier } from '../auth/index.js'
 import { MicroBatcher, type Bus, type BusMessage, type OutgoingMessage, type Settled } from '../bus/index.js'
@@ -7,6 +8,7 @@ import { GatewayError } from '../errors.js'
 import { isoNow } from '../ops/index.js'
 import { arraySpans, ndjsonSpans, type Spans } from './batch-body.js'
 import { batchAnswer, recordMessage, recordRequestId, resultText } from './batch.js'
+import { TelemetryStream } from './stream.js'
 import { acceptedAssetId, headerErrors, recordErrors, spliceMessage, toMessage, type AssetTrackingData, type Receipt } from './record.js'
 
 export const TELEMETRY_SCOPE = 'asset:track:write'
@@ -90,6 +92,16 @@ export class TelemetryService {
       },
       abandoned: token => (token as Sender).aborted
     })
+  }
+
+  /** The stream (stream.ts), on the same batcher as the routes. */
+  stream (log: Logger, registry?: Registry): TelemetryStream {
+    return new TelemetryStream(this.batcher, this.verifier, TELEMETRY_SCOPE, {
+      windowRecords: this.config.telemetryStreamWindowRecords,
+      windowBytes: this.config.telemetryStreamWindowBytes,
+      perClient: this.config.telemetryStreamPerClient,
+      maxRecord: this.config.telemetryMaxBody
+    }, log, registry)
   }
 
   routes (): Route[] {
