@@ -7,7 +7,7 @@
 // Listens on HOST:PORT (PORT 0: the kernel picks), prints
 // {"msg":"bare-uws-batch listening","port":N} on stdout, exits 0 on SIGTERM/SIGINT.
 import { join } from 'node:path'
-import { loadUws, listen } from '../lib/uws.mjs'
+import { loadUws, listen, readBody } from '../lib/uws.mjs'
 import { REPO_DIR } from '../lib/paths.mjs'
 
 const { ndjsonSpans } = await import(join(REPO_DIR, 'dist', 'telemetry', 'batch-body.js'))
@@ -18,14 +18,7 @@ const MAX_RECORD = 1024 * 1024
 const uWS = loadUws('bare-uws-batch')
 const app = uWS.App().post('/v1/asset/track:batch', (res, req) => {
   const requestId = req.getHeader('x-request-id')
-  let chunks = []
-  let aborted = false
-  res.onAborted(() => { aborted = true })
-  res.onData((chunk, isLast) => {
-    chunks.push(Buffer.copyBytesFrom(new Uint8Array(chunk)))
-    if (!isLast || aborted) return
-    const body = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks)
-    chunks = []
+  readBody(res, body => {
     const receivedAt = new Date().toISOString()
     const results = []
     const failures = []

@@ -8,17 +8,17 @@
 /** [start, end) of each record in the body. */
 export type Spans = Array<[number, number]>
 
-const NEWLINE = 0x0a
-const CARRIAGE_RETURN = 0x0d
-const SPACE = 0x20
-const TAB = 0x09
-const QUOTE = 0x22
-const BACKSLASH = 0x5c
-const COMMA = 0x2c
-const OPEN_ARRAY = 0x5b
-const CLOSE_ARRAY = 0x5d
-const OPEN_OBJECT = 0x7b
-const CLOSE_OBJECT = 0x7d
+export const NEWLINE = 0x0a
+export const CARRIAGE_RETURN = 0x0d
+export const SPACE = 0x20
+export const TAB = 0x09
+export const QUOTE = 0x22
+export const BACKSLASH = 0x5c
+export const COMMA = 0x2c
+export const OPEN_ARRAY = 0x5b
+export const CLOSE_ARRAY = 0x5d
+export const OPEN_OBJECT = 0x7b
+export const CLOSE_OBJECT = 0x7d
 
 export const isSpace = (c: number): boolean => c === SPACE || c === TAB || c === NEWLINE || c === CARRIAGE_RETURN
 

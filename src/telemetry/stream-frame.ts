@@ -1,4 +1,4 @@
-import { arraySpans, isSpace, stringEnd, valueEnd, type Spans } from './batch-body.js'
+import { arraySpans, CLOSE_OBJECT, COMMA, isSpace, OPEN_ARRAY, OPEN_OBJECT, QUOTE, stringEnd, valueEnd, type Spans } from './batch-body.js'
 
 /**
  * A message of the telemetry stream: `{"seq": N, "record": {...}}`, or
@@ -10,12 +10,7 @@ export type Frame =
   | { seq: number, spans: Spans }
   | { seq: number | undefined, errors: Record<string, string> }
 
-const QUOTE = 0x22
 const COLON = 0x3a
-const COMMA = 0x2c
-const OPEN_OBJECT = 0x7b
-const CLOSE_OBJECT = 0x7d
-const OPEN_ARRAY = 0x5b
 const SEQ = /^(0|[1-9]\d{0,15})$/
 
 const MESSAGE_SHAPE = 'must be a JSON object {"seq": <integer>, "record": {...}} or {"seq": <integer>, "records": [...]}'
