@@ -19,6 +19,8 @@
 //                    with BENCH_BATCH_RECORDS (100) NDJSON records, each given
 //                    the gateway's own per-record work and nothing else: the
 //                    ceiling of the batch route
+//   go-peer-batch    the Go peer's batch route (bench/baselines/go-peer/batch.go),
+//                    gzip, the same batches
 //   gateway-kafka-batch  the same batches through the gateway, Kafka acks=all,
 //                    gzip (KAFKA_COMPRESSION's default); then at 70% of its
 //                    peak. Its rec/s is req/s × records per request
@@ -45,7 +47,7 @@ const FIXTURE = 'test/fixtures/asset-track.json'
 const BODY = readFileSync(join(REPO_DIR, FIXTURE)) // sent as is, byte for byte
 const PATH = '/v1/asset/track'
 const BATCH_PATH = '/v1/asset/track:batch'
-const KAFKA_TARGETS = ['fastify-kafkajs', 'go-peer', 'gateway-kafka', 'gateway-kafka-batch']
+const KAFKA_TARGETS = ['fastify-kafkajs', 'go-peer', 'gateway-kafka', 'go-peer-batch', 'gateway-kafka-batch']
 
 // The issue's targets (for the bench, not the tests).
 const TARGETS = { kafkaReqPerSec: 25000, vsBare: 0.5, vsFastify: 1.5, vsGoPeerPerCore: 1, pacedP99Ms: 20, batchRecordsPerSec: 100000, batchPacedP99Ms: 50 }
@@ -203,6 +205,13 @@ export default {
         },
         { target: bareUws({ label: 'bare-uws-batch', script: 'bare-uws-batch.mjs' }), request: async () => request('unused', batch), records: k.batchRecords },
         {
+          // The same batches through the Go peer's batch route, gzipped as the gateway's are.
+          target: goPeer({ label: 'go-peer-batch', env: { KAFKA_BROKERS: infra?.brokers ?? '', JWT_PUBLIC_KEY_FILE: publicKeyFile, JWT_ISSUER: ISSUER, JWT_AUDIENCE: AUDIENCE, TOPIC: 'bench.go-peer.telemetry', LINGER_MS: '5', COMPRESSION: 'gzip' } }),
+          request: async () => request(fastifyToken, batch),
+          logStats: true,
+          records: k.batchRecords
+        },
+        {
           target: gateway({ label: 'gateway-kafka-batch', env: { ...kafkaEnv, AUTH_CLIENTS_FILE: clientsFile, AUTH_ISSUER: ISSUER } }),
           request: async server => request(await login(server.url), batch),
           logStats: true,
@@ -324,6 +333,10 @@ function readRows (rows, ctx, k) {
   }
   const gb = find('gateway-kafka-batch')
   const gbPaced = rows.find(r => r.paced && r.label.startsWith('gateway-kafka-batch'))
+  const goBatch = find('go-peer-batch')
+  if (gb && goBatch?.cpuUsPerReq && gb.cpuUsPerReq) {
+    notes.push(`batches per core against the Go peer: go-peer-batch ${fmt.int(goBatch.cpuUsPerReq / goBatch.records)} µs a record, gateway-kafka-batch ${fmt.int(gb.cpuUsPerReq / gb.records)} µs: ${fmt.ratio(goBatch.cpuUsPerReq / gb.cpuUsPerReq)}: ${v(goBatch.cpuUsPerReq >= gb.cpuUsPerReq, gb, goBatch)}`)
+  }
   if (gb) {
     notes.push(`target ≥ ${TARGETS.batchRecordsPerSec} acknowledged records/s on one core, Kafka acks=all, gzip: gateway-kafka-batch ${Math.round(gb.recordsPerSec)} records/s in batches of ${gb.records} ` +
       `(${fmt.int(gb.cpuUsPerReq / gb.records)} µs of CPU a record; the one-record route here: ${gk ? `${Math.round(gk.reqPerSec)} records/s, ${fmt.int(gk.cpuUsPerReq)} µs` : 'not run'}): ${v(gb.recordsPerSec >= TARGETS.batchRecordsPerSec, gb)}`)
