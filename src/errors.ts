@@ -24,6 +24,7 @@ export const catalog = {
   payload_too_large: { status: 413, retryable: false },
   unsupported_media_type: { status: 415, retryable: false },
   rate_limited: { status: 429, retryable: true },
+  too_many_streams: { status: 429, retryable: true },
   header_fields_too_large: { status: 431, retryable: false },
   publish_failed: { status: 500, retryable: true },
   internal_error: { status: 500, retryable: true },

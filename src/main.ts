@@ -11,7 +11,7 @@ import { EvidenceService, LocalLedger, PUBLISH_WAIT_MS, SharedLedger, evidenceOp
 import { consoleRoutes } from './console/index.js'
 import { FrontDoor } from './frontdoor/index.js'
 import { HarnessService, harnessOpenApi, type HarnessCluster } from './runs/index.js'
-import { TelemetryService, telemetryOpenApi } from './telemetry/index.js'
+import { STREAM_PATH, TelemetryService, telemetryOpenApi } from './telemetry/index.js'
 import { createObjectStore } from './storage/index.js'
 import { checkState, openState, Incarnation } from './state/index.js'
 
@@ -81,6 +81,9 @@ export async function startGateway (config: Config, log: Logger): Promise<Gatewa
   if (roles.has('ingest')) {
     const telemetry = new TelemetryService(config, bus, auth!.verifier, registry)
     telemetry.routes().forEach(r => main!.route(r))
+    const stream = telemetry.stream(log.child({ component: 'telemetry-stream' }), registry)
+    main!.websocket(STREAM_PATH, stream.behavior())
+    closing.push(() => stream.close())
     openApi.push(telemetryOpenApi)
     const objects = createObjectStore(config, state, incarnation, log)
     await objects.start()

@@ -15,6 +15,15 @@ export function loadUws (name) {
 
 /** Reads the whole body, then calls `done(parsed | undefined, aborted)`; nothing after an abort. */
 export function readJson (res, done) {
+  readBody(res, (body, aborted) => {
+    let parsed
+    try { parsed = JSON.parse(body.toString('utf8')) } catch {}
+    done(parsed, aborted)
+  })
+}
+
+/** The whole body of a request, to `done(body, aborted)`; nothing when the client left first. */
+export function readBody (res, done) {
   let chunks = []
   let aborted = false
   res.onAborted(() => { aborted = true })
@@ -24,9 +33,7 @@ export function readJson (res, done) {
     if (!isLast || aborted) return
     const body = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks)
     chunks = []
-    let parsed
-    try { parsed = JSON.parse(body.toString('utf8')) } catch {}
-    done(parsed, () => aborted)
+    done(body, () => aborted)
   })
 }
 

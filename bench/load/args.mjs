@@ -3,7 +3,7 @@
 // --i-own-this-target).
 import { UsageError } from '../lib/env.mjs'
 
-export const KINDS = ['telemetry', 'evidence']
+export const KINDS = ['telemetry', 'batch', 'stream', 'evidence']
 
 export const USAGE = `usage: npm run bench load -- --url <base> --client-id <id> --client-secret <secret> [options]
 
@@ -20,8 +20,13 @@ latency counts from that time, so a slow server cannot hide its queue.
   --duration <s>          seconds of sending; it stops by itself (default 10)
   --mix <kind=w,...>      kinds and their weights (default telemetry=100):
                           telemetry  POST /v1/asset/track, the spec's record
+                          batch      POST /v1/asset/track:batch, --batch-size of those
+                                     records as NDJSON: one request of the rate
+                          stream     one record on a telemetry stream (WebSocket), its
+                                     latency until its acknowledgment
                           evidence   POST /v1/stream/events, envelope + media
-  --connections <n>       connections in the pool (default 32)
+  --connections <n>       connections in the pool, and streams for the stream kind (default 32)
+  --batch-size <n>        records per batch request (default 100)
   --timeout <s>           per request, answer and body (default 10)
   --media-bytes <n>       size of each evidence request's media part (default 65536; 0: none)
   --assets <n>            distinct asset_ids the records cycle through (default 100)
@@ -74,6 +79,7 @@ const OPTIONS = {
   '--duration': ['duration', number('--duration', 0.1, false)],
   '--mix': ['mix', parseMix],
   '--connections': ['connections', number('--connections', 1, true)],
+  '--batch-size': ['batchSize', number('--batch-size', 1, true)],
   '--timeout': ['timeout', number('--timeout', 0.1, false)],
   '--media-bytes': ['mediaBytes', number('--media-bytes', 0, true)],
   '--assets': ['assets', number('--assets', 1, true)],
@@ -83,7 +89,7 @@ const OPTIONS = {
 
 /** The options, or { help: true }. Throws UsageError (exit 2) on anything wrong, before any request is sent. */
 export function parseArgs (argv) {
-  const o = { audience: 'evidence-gateway', rate: 50, duration: 10, mix: { telemetry: 100 }, connections: 32, timeout: 10, mediaBytes: 65536, assets: 100, maxInFlight: 10000, iOwnThisTarget: false }
+  const o = { audience: 'evidence-gateway', rate: 50, duration: 10, mix: { telemetry: 100 }, connections: 32, batchSize: 100, timeout: 10, mediaBytes: 65536, assets: 100, maxInFlight: 10000, iOwnThisTarget: false }
   for (let i = 0; i < argv.length; i++) {
     const [flag, inline] = argv[i].startsWith('--') && argv[i].includes('=') ? [argv[i].slice(0, argv[i].indexOf('=')), argv[i].slice(argv[i].indexOf('=') + 1)] : [argv[i], undefined]
     if (flag === '-h' || flag === '--help') return { help: true }

@@ -11,7 +11,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
  * the answers (at most the request timeout and 5 s more). `stop.stopped`
  * ends the sending early (Ctrl-C). Resolves to { scheduled, t0, unfinished }.
  */
-export async function drive ({ pool, rate, duration, nextKind, builders, session, rec, timeoutMs, maxInFlight, stop }) {
+export async function drive ({ pool, streams, rate, duration, nextKind, builders, session, rec, timeoutMs, maxInFlight, stop }) {
   const interval = 1000 / rate
   const total = Math.round(rate * duration)
   const t0 = performance.now() + 10
@@ -22,13 +22,28 @@ export async function drive ({ pool, rate, duration, nextKind, builders, session
     rec.sent(kind, due - t0, performance.now() - due)
     const { token, generation } = await session.current()
     const req = builders[kind](i, token)
+    if (req.stream !== undefined) return sendOnStream(kind, due, req.stream)
     try {
       const res = await pool.request({ method: req.method, path: req.path, headers: req.headers, body: req.body, headersTimeout: timeoutMs, bodyTimeout: timeoutMs })
-      const ok = res.statusCode === req.expect
-      const body = ok ? await res.body.dump() : await res.body.text()
+      let ok = res.statusCode === req.expect
+      let body
+      if (ok && req.expectBody !== undefined) {
+        body = await res.body.text()
+        ok = body.includes(req.expectBody)
+      } else body = ok ? await res.body.dump() : await res.body.text()
       const end = performance.now()
       if (res.statusCode === 401) session.refresh(generation)
       rec.answered(kind, end - t0, end - due, String(res.statusCode), ok, body)
+    } catch (err) {
+      rec.failed(kind, performance.now() - t0, err.code ?? err.name ?? 'error')
+    }
+  }
+
+  async function sendOnStream (kind, due, record) {
+    try {
+      const answer = await streams.send(record)
+      const end = performance.now()
+      rec.answered(kind, end - t0, end - due, answer === 'accepted' ? 'acked' : answer, answer === 'accepted', answer)
     } catch (err) {
       rec.failed(kind, performance.now() - t0, err.code ?? err.name ?? 'error')
     }

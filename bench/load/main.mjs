@@ -10,6 +10,7 @@ import { requestBuilders, kindSequence } from './requests.mjs'
 import { session as newSession } from './session.mjs'
 import { Recorder } from './recorder.mjs'
 import { drive } from './driver.mjs'
+import { streams as openStreams } from './stream.mjs'
 import { progressLine, report } from './report.mjs'
 import { BENCH_DIR } from '../lib/paths.mjs'
 
@@ -34,6 +35,7 @@ export async function load (argv) {
   }
 
   const pool = new Pool(target.origin, { connections: o.connections, pipelining: 1, headersTimeout: timeoutMs, bodyTimeout: timeoutMs, connectTimeout: timeoutMs })
+  const streams = openStreams({ url: target.origin, prefix: target.pathname.replace(/\/+$/, ''), connections: o.connections, session, runId })
   const rec = new Recorder(Object.keys(o.mix))
   const stop = { stopped: false }
   const onSignal = () => {
@@ -56,10 +58,11 @@ export async function load (argv) {
   try {
     run = await drive({
       pool,
+      streams,
       rate: o.rate,
       duration: o.duration,
       nextKind: kindSequence(o.mix),
-      builders: requestBuilders({ runId, prefix: target.pathname.replace(/\/+$/, ''), assets: o.assets, mediaBytes: o.mediaBytes }),
+      builders: requestBuilders({ runId, prefix: target.pathname.replace(/\/+$/, ''), assets: o.assets, mediaBytes: o.mediaBytes, batchSize: o.batchSize }),
       session,
       rec,
       timeoutMs,
@@ -71,6 +74,7 @@ export async function load (argv) {
     if (live) say('\n')
     process.off('SIGINT', onSignal)
     process.off('SIGTERM', onSignal)
+    streams.close()
     await pool.destroy()
   }
   return report({ o, rec, run: { ...run, runId }, startedAt, elapsedSeconds: run.scheduled / o.rate, session, interrupted: stop.stopped })

@@ -16,7 +16,7 @@ const RECORD = JSON.parse(readFileSync(join(REPO_DIR, 'test', 'fixtures', 'asset
  * expect }` for the i-th request of run `runId`; paths under `prefix` (the
  * base URL's path). The media bytes are random, made once per run.
  */
-export function requestBuilders ({ runId, prefix, assets, mediaBytes }) {
+export function requestBuilders ({ runId, prefix, assets, mediaBytes, batchSize }) {
   const media = randomBytes(mediaBytes)
   const common = (token, id) => ({ authorization: `Bearer ${token}`, accept: 'application/json', 'x-request-id': id })
   return {
@@ -30,6 +30,22 @@ export function requestBuilders ({ runId, prefix, assets, mediaBytes }) {
         body: JSON.stringify(record),
         expect: 200
       }
+    },
+    batch (i, token) {
+      const now = new Date()
+      const lines = Array.from({ length: batchSize }, (_, j) => JSON.stringify({ ...RECORD, asset_id: `load-asset-${(i * batchSize + j) % assets}`, timestamp: now.toISOString() }))
+      return {
+        method: 'POST',
+        path: `${prefix}/v1/asset/track:batch`,
+        headers: { ...common(token, `load-${runId}-${i}`), 'content-type': 'application/x-ndjson', 'x-request-timestamp': String(Math.floor(now.getTime() / 1000)) },
+        body: lines.join('\n'),
+        // Every record accepted: a partial success is counted by its status in the body, not as 200.
+        expect: 200,
+        expectBody: '"status":"success"'
+      }
+    },
+    stream (i) {
+      return { stream: JSON.stringify({ ...RECORD, asset_id: `load-asset-${i % assets}`, timestamp: new Date().toISOString() }) }
     },
     evidence (i, token) {
       const id = `load-${runId}-${i}`

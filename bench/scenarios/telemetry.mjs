@@ -15,6 +15,15 @@
 //                    its own run dir), then again at a fixed rate (70% of its
 //                    peak) for the p99 at that load
 //   gateway-local    BUS=local (LMDB log, commit per batch)
+//   bare-uws-batch   bench/baselines/bare-uws-batch.mjs: POST /v1/asset/track:batch
+//                    with BENCH_BATCH_RECORDS (100) NDJSON records, each given
+//                    the gateway's own per-record work and nothing else: the
+//                    ceiling of the batch route
+//   go-peer-batch    the Go peer's batch route (bench/baselines/go-peer/batch.go),
+//                    gzip, the same batches
+//   gateway-kafka-batch  the same batches through the gateway, Kafka acks=all,
+//                    gzip (KAFKA_COMPRESSION's default); then at 70% of its
+//                    peak. Its rec/s is req/s × records per request
 //
 // Kafka runs pinned to the load generator's CPU (BENCH_KAFKA_CPU), so the
 // server under test keeps its core to itself; see bench/README.md.
@@ -37,10 +46,17 @@ import { REPO_DIR } from '../lib/paths.mjs'
 const FIXTURE = 'test/fixtures/asset-track.json'
 const BODY = readFileSync(join(REPO_DIR, FIXTURE)) // sent as is, byte for byte
 const PATH = '/v1/asset/track'
-const KAFKA_TARGETS = ['fastify-kafkajs', 'go-peer', 'gateway-kafka']
+const BATCH_PATH = '/v1/asset/track:batch'
+const KAFKA_TARGETS = ['fastify-kafkajs', 'go-peer', 'gateway-kafka', 'go-peer-batch', 'gateway-kafka-batch']
 
 // The issue's targets (for the bench, not the tests).
-const TARGETS = { kafkaReqPerSec: 25000, vsBare: 0.5, vsFastify: 1.5, vsGoPeerPerCore: 1, pacedP99Ms: 20 }
+const TARGETS = { kafkaReqPerSec: 25000, vsBare: 0.5, vsFastify: 1.5, vsGoPeerPerCore: 1, pacedP99Ms: 20, batchRecordsPerSec: 100000, batchPacedP99Ms: 50 }
+
+/** NDJSON of `n` records: the example record on one line, each with its own asset_id. */
+function batchBody (n) {
+  const record = JSON.parse(BODY.toString())
+  return Buffer.from(Array.from({ length: n }, (_, i) => JSON.stringify({ ...record, asset_id: `truck-${i}` })).join('\n') + '\n')
+}
 
 function knobs (settings) {
   return {
@@ -49,21 +65,22 @@ function knobs (settings) {
     pacedLoad: numberEnv('BENCH_PACED_LOAD', 0.7, n => n > 0 && n <= 1),
     pacedConnections: numberEnv('BENCH_PACED_CONNECTIONS', 300, n => Number.isInteger(n) && n >= 1),
     // Seconds of load on the fresh broker before any target is measured (its JIT).
-    kafkaWarmup: numberEnv('BENCH_KAFKA_WARMUP', 30, n => Number.isInteger(n) && n >= 0)
+    kafkaWarmup: numberEnv('BENCH_KAFKA_WARMUP', 30, n => Number.isInteger(n) && n >= 0),
+    batchRecords: numberEnv('BENCH_BATCH_RECORDS', 100, n => Number.isInteger(n) && n >= 1 && n <= 1000)
   }
 }
 
-function request (token) {
+function request (token, batch) {
   return {
     method: 'POST',
-    path: PATH,
+    path: batch ? BATCH_PATH : PATH,
     headers: {
       Authorization: `Bearer ${token}`,
-      'Content-Type': 'application/json',
+      'Content-Type': batch ? 'application/x-ndjson' : 'application/json',
       'X-Request-Id': 'bench-telemetry',
       'X-Request-Timestamp': '1763799330'
     },
-    body: BODY,
+    body: batch ?? BODY,
     expectStatus: s => s === 200
   }
 }
@@ -164,6 +181,7 @@ export default {
         }
       }
       if (infra) notes.push(...await kafkaNotes(ctx, infra, k))
+      const batch = batchBody(k.batchRecords)
       let companions = infra ? [{ label: 'kafka', pid: infra.kafkaPid }, { label: 'minio', pid: infra.minioPid }] : []
       const kafkaEnv = infra ? { BUS: 'kafka', KAFKA_BROKERS: infra.brokers } : {}
       const targets = [
@@ -184,6 +202,21 @@ export default {
           request: async server => request(await login(server.url)),
           logStats: true,
           paced: true
+        },
+        { target: bareUws({ label: 'bare-uws-batch', script: 'bare-uws-batch.mjs' }), request: async () => request('unused', batch), records: k.batchRecords },
+        {
+          // The same batches through the Go peer's batch route, gzipped as the gateway's are.
+          target: goPeer({ label: 'go-peer-batch', env: { KAFKA_BROKERS: infra?.brokers ?? '', JWT_PUBLIC_KEY_FILE: publicKeyFile, JWT_ISSUER: ISSUER, JWT_AUDIENCE: AUDIENCE, TOPIC: 'bench.go-peer.telemetry', LINGER_MS: '5', COMPRESSION: 'gzip' } }),
+          request: async () => request(fastifyToken, batch),
+          logStats: true,
+          records: k.batchRecords
+        },
+        {
+          target: gateway({ label: 'gateway-kafka-batch', env: { ...kafkaEnv, AUTH_CLIENTS_FILE: clientsFile, AUTH_ISSUER: ISSUER } }),
+          request: async server => request(await login(server.url), batch),
+          logStats: true,
+          paced: true,
+          records: k.batchRecords
         },
         {
           target: gateway({ label: 'gateway-local', env: { BUS: 'local', AUTH_CLIENTS_FILE: clientsFile, AUTH_ISSUER: ISSUER } }),
@@ -220,7 +253,11 @@ export default {
           const m = await ctx.measure(server, req, { companions })
           Object.assign(row, m, { label, problems: [...row.problems, ...m.problems], closedReqPerSec: m.reqPerSec })
           at1 = logSize(server.logFile)
-          if (t.paced && row.reqPerSec > 0) rows.push(paced = await pacedRun(ctx, server, req, row, k, companions))
+          row.records = t.records ?? 1
+          if (t.paced && row.reqPerSec > 0) {
+            rows.push(paced = await pacedRun(ctx, server, req, row, k, companions))
+            paced.records = row.records
+          }
         }, server => {
           if (!t.logStats) return
           row.accessLog = accessLogStats(server.logFile, at0, paced ? at1 : undefined)
@@ -232,7 +269,8 @@ export default {
     }
     notes.push(...readRows(rows, ctx, k))
     const columns = [...WRK_COLUMNS]
-    columns.splice(columns.findIndex(c => c.title === 'srv CPU') + 1, 0, { title: 'µs/req', get: r => fmt.int(r.cpuUsPerReq) })
+    columns.splice(columns.findIndex(c => c.title === 'srv CPU') + 1, 0, { title: 'µs/req', get: r => fmt.int(r.cpuUsPerReq) },
+      { title: 'rec/s', get: r => fmt.int(r.recordsPerSec) }, { title: 'µs/rec', get: r => r.cpuUsPerReq === undefined ? '' : (r.cpuUsPerReq / (r.records ?? 1)).toFixed(1) })
     columns.splice(columns.findIndex(c => c.title === 'wrk CPU') + 1, 0, { title: 'kafka CPU', get: r => fmt.pct(r.companionCpu?.kafka) })
     columns.splice(columns.findIndex(c => c.title === 'vs baseline'), 1,
       { title: 'vs bare-uws', get: r => fmt.ratio(r.vsBareUws) },
@@ -270,6 +308,7 @@ function readRows (rows, ctx, k) {
   for (const r of rows) {
     // The server's CPU time per request: what a shared machine moves least.
     if (r.serverCpu !== undefined && r.reqPerSec > 0) r.cpuUsPerReq = r.serverCpu / r.reqPerSec * 1e6
+    if (r.reqPerSec > 0) r.recordsPerSec = r.reqPerSec * (r.records ?? 1)
     if (r.closedReqPerSec === undefined) continue
     if (bare) r.vsBareUws = r.closedReqPerSec / bare.closedReqPerSec
     if (fastify) r.vsFastify = r.closedReqPerSec / fastify.closedReqPerSec
@@ -281,7 +320,7 @@ function readRows (rows, ctx, k) {
   for (const r of rows) if (r.accessLog?.requests) accessLogNote(r, settings)
   const notes = []
   const gk = find('gateway-kafka')
-  const gkPaced = rows.find(r => r.paced && r.label.startsWith('gateway-kafka'))
+  const gkPaced = rows.find(r => r.paced && r.label.startsWith('gateway-kafka@'))
   const v = (ok, ...rs) => verdict(ok, rs, settings.busyThreshold)
   if (gk) {
     notes.push(`target ≥ ${TARGETS.kafkaReqPerSec} req/s on one core, Kafka acks=all: gateway-kafka ${Math.round(gk.reqPerSec)} req/s: ${v(gk.reqPerSec >= TARGETS.kafkaReqPerSec, gk)}`)
@@ -291,6 +330,20 @@ function readRows (rows, ctx, k) {
       notes.push(`target: beat the Go peer per core (its CPU µs per request over ours ≥ ${TARGETS.vsGoPeerPerCore}): go-peer ${fmt.int(go.cpuUsPerReq)} µs/req, gateway-kafka ${fmt.int(gk.cpuUsPerReq)} µs/req, ${fmt.ratio(gk.perCoreVsGoPeer)}: ` +
         v(gk.perCoreVsGoPeer >= TARGETS.vsGoPeerPerCore, gk, go))
     }
+  }
+  const gb = find('gateway-kafka-batch')
+  const gbPaced = rows.find(r => r.paced && r.label.startsWith('gateway-kafka-batch'))
+  const goBatch = find('go-peer-batch')
+  if (gb && goBatch?.cpuUsPerReq && gb.cpuUsPerReq) {
+    notes.push(`batches per core against the Go peer: go-peer-batch ${fmt.int(goBatch.cpuUsPerReq / goBatch.records)} µs a record, gateway-kafka-batch ${fmt.int(gb.cpuUsPerReq / gb.records)} µs: ${fmt.ratio(goBatch.cpuUsPerReq / gb.cpuUsPerReq)}: ${v(goBatch.cpuUsPerReq >= gb.cpuUsPerReq, gb, goBatch)}`)
+  }
+  if (gb) {
+    notes.push(`target ≥ ${TARGETS.batchRecordsPerSec} acknowledged records/s on one core, Kafka acks=all, gzip: gateway-kafka-batch ${Math.round(gb.recordsPerSec)} records/s in batches of ${gb.records} ` +
+      `(${fmt.int(gb.cpuUsPerReq / gb.records)} µs of CPU a record; the one-record route here: ${gk ? `${Math.round(gk.reqPerSec)} records/s, ${fmt.int(gk.cpuUsPerReq)} µs` : 'not run'}): ${v(gb.recordsPerSec >= TARGETS.batchRecordsPerSec, gb)}`)
+  }
+  if (gbPaced && !gbPaced.error) {
+    notes.push(`target p99 of an acknowledgment ≤ ${TARGETS.batchPacedP99Ms} ms at ${Math.round(k.pacedLoad * 100)}% of peak: gateway-kafka-batch p99 ${fmt.ms(gbPaced.latencyMs?.p99)} ms at ${gbPaced.paced.targetReqPerSec} batches/s: ` +
+      v(gbPaced.latencyMs?.p99 !== undefined && gbPaced.latencyMs.p99 <= TARGETS.batchPacedP99Ms, gbPaced))
   }
   if (gkPaced && !gkPaced.error) {
     const p99 = gkPaced.latencyMs?.p99

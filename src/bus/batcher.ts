@@ -116,6 +116,19 @@ export class MicroBatcher {
     return undefined
   }
 
+  /**
+   * `submit` for records that are admitted together or not at all (one
+   * request's records): refused whole when the bus is known down or when
+   * they would take the pending records past `maxPending`, and then nothing
+   * is queued. `tokens[i]` is `messages[i]`'s.
+   */
+  submitAll<T> (messages: readonly OutgoingMessage[], tokens: readonly T[], settled: Settled<T>): GatewayError | undefined {
+    const refused = this.options.refuse?.() ?? (this.pending + messages.length > this.options.maxPending ? this.overloaded() : undefined)
+    if (refused) return refused
+    for (let i = 0; i < messages.length; i++) this.enqueue(messages[i]!, tokens[i], settled)
+    return undefined
+  }
+
   private refused (): GatewayError | undefined {
     return this.options.refuse?.() ?? (this.pending >= this.options.maxPending ? this.overloaded() : undefined)
   }

@@ -1,4 +1,4 @@
-import type { Kafka, Message, Producer, Admin } from 'kafkajs'
+import { CompressionTypes, type Kafka, type Message, type Producer, type Admin } from 'kafkajs'
 import type { Logger } from 'pino'
 import { isCluster, type Config } from '../config/index.js'
 import { kafkaClient } from './kafka-client.js'
@@ -19,19 +19,34 @@ const RECHECK_MS = 1000
  */
 const PROBE_DEADLINE_MS = 1500
 
+/** One topic's producer: its sends, one at a time, and what it knows of its own failures. */
+interface Lane {
+  readonly topic: string
+  producer: Producer | undefined
+  connecting: Promise<Producer> | undefined
+  tail: Promise<unknown>
+  /** Why its last send or connect failed, until one succeeds. */
+  down: string | undefined
+}
+
 /**
- * Kafka (or Redpanda) through kafkajs: an idempotent producer with acks = all.
+ * Kafka (or Redpanda) through kafkajs: idempotent producers with acks = all,
+ * one per topic, their record batches compressed (KAFKA_COMPRESSION).
  *
- * Sends are serialised, one request in flight: kafkajs's idempotent producer
- * loses messages when several sends to one partition overlap (kafkajs #1005),
- * and callers batch anyway, so a send that waits simply carries a bigger batch.
+ * A topic's sends are serialised, one request in flight: kafkajs's
+ * idempotent producer loses messages when several sends to one partition
+ * overlap (kafkajs #1005), and callers batch anyway, so a send that waits
+ * simply carries a bigger batch. Each topic has a producer of its own, and
+ * so connections and an in-flight request of its own: a send of run events
+ * that waits out a leader election never holds telemetry back.
  * Retries are bounded so a broker outage surfaces as an error within seconds
  * instead of a send that hangs until the broker returns.
  *
- * A failed send, connect or readiness probe marks the bus down (`unavailable`
- * says why), so callers that answer clients can refuse at once instead of
- * waiting for a deadline; while it is down the bus reconnects and probes
- * every second on its own, and the first success marks it up again.
+ * A failed send or connect marks its topic down, a failed readiness probe
+ * every topic (`unavailable` says why), so callers that answer clients can
+ * refuse at once instead of waiting for a deadline; while anything is down
+ * the bus reconnects and probes every second on its own, and the first
+ * success marks it up again.
  */
 export class KafkaBus implements FollowableBus {
   readonly kind = 'kafka'
@@ -39,13 +54,16 @@ export class KafkaBus implements FollowableBus {
   /** Our produce encoder is in kafkajs (installFastProduce). */
   private readonly fastProduce: boolean
   private readonly topics: string[]
-  private producer: Producer | undefined
-  private connecting: Promise<Producer> | undefined
-  private tail: Promise<unknown> = Promise.resolve()
+  private readonly compression: CompressionTypes
+  private readonly lanes = new Map<string, Lane>()
+  /** The topics exist (created at the first connect): shared by every lane and subscription. */
+  private topicsReady: Promise<void> | undefined
+  private topicsCreated = false
   /** The readiness probe's admin client, kept while it works: probes come every few seconds. */
   private probeAdmin: Admin | undefined
   /** The probe running now: concurrent readiness checks share it rather than race over one admin client. */
   private probing: Promise<void> | undefined
+  /** Why the last probe failed: the cluster, not one topic. */
   private down: string | undefined
   private recheck: NodeJS.Timeout | undefined
   private closed = false
@@ -57,26 +75,32 @@ export class KafkaBus implements FollowableBus {
     if (!this.fastProduce) log.warn('kafkajs is not the version its produce encoder was checked against: using its own, slower one')
     // In a cluster the runs' own topics are made by the runs group, with the retention and partitions runs need.
     this.topics = isCluster(config) ? [config.topicTelemetry, config.topicEvidence] : [config.topicTelemetry, config.topicEvidence, config.topicRuns]
+    this.compression = config.kafkaCompression === 'gzip' ? CompressionTypes.GZIP : CompressionTypes.None
   }
 
-  /** Connects in the background: the gateway starts (not ready) while the broker is away. */
+  /** Creates the topics in the background: the gateway starts (not ready) while the broker is away. */
   async start (): Promise<void> {
-    this.connect().catch(err => this.log.warn({ err: err.message }, 'kafka not reachable yet; will retry on demand'))
+    this.ensureTopics().catch(err => this.log.warn({ err: err.message }, 'kafka not reachable yet; will retry on demand'))
   }
 
   publish (topic: string, messages: readonly OutgoingMessage[]): Promise<void> {
-    const run = this.tail.then(() => this.send(topic, messages))
-    this.tail = run.catch(() => undefined)
+    const lane = this.lane(topic)
+    const run = lane.tail.then(() => this.send(lane, messages))
+    lane.tail = run.catch(() => undefined)
     return run
   }
 
-  /** A consumer group of its own on `topic`, started once the topics exist (the producer's connect makes them). */
+  /** A consumer group of its own on `topic`, started once the topics exist. */
   subscribe (topic: string, options: SubscribeOptions, handler: (messages: StoredMessage[]) => Promise<void>): Subscription {
-    return new KafkaSubscription(this.kafka, topic, options, handler, () => this.connect(), this.log)
+    return new KafkaSubscription(this.kafka, topic, options, handler, () => this.ensureTopics(), this.log)
   }
 
-  unavailable (): string | undefined {
-    return this.down
+  /** Why `topic` (without one: any topic) cannot take messages now, if that is known. */
+  unavailable (topic?: string): string | undefined {
+    if (this.down !== undefined) return this.down
+    if (topic !== undefined) return this.lanes.get(topic)?.down
+    for (const lane of this.lanes.values()) if (lane.down !== undefined) return lane.down
+    return undefined
   }
 
   probe (): Promise<void> {
@@ -106,32 +130,45 @@ export class KafkaBus implements FollowableBus {
       if (this.probeAdmin === admin) this.probeAdmin = undefined
       // Not awaited: a broker that does not answer may not answer the disconnect either.
       admin?.disconnect().catch(() => undefined)
-      this.markDown(err)
+      this.markDown(undefined, err)
       throw err
     } finally {
       clearTimeout(timer)
     }
-    // Still connecting (at start): not ready, but nothing is known to have failed.
-    if (!this.producer) throw new Error('producer not connected')
-    this.markUp()
+    // Topics still being created (at start): not ready, but nothing is known to have failed.
+    if (!this.topicsCreated) {
+      this.ensureTopics().catch(() => undefined)
+      throw new Error('topics not created yet')
+    }
+    this.down = undefined
+    this.rearm()
   }
 
-  private markDown (err: unknown): void {
-    this.down = (err as Error).message ?? String(err)
-    if (this.recheck || this.closed) return
-    this.recheck = setTimeout(() => {
+  /** Why `lane` (or, without one, the cluster) is down; while anything is, a check every RECHECK_MS. */
+  private markDown (lane: Lane | undefined, err: unknown): void {
+    const reason = (err as Error).message ?? String(err)
+    if (lane === undefined) this.down = reason
+    else lane.down = reason
+    this.rearm()
+  }
+
+  private rearm (): void {
+    const anyDown = this.down !== undefined || [...this.lanes.values()].some(l => l.down !== undefined)
+    if (!anyDown || this.closed) {
+      clearTimeout(this.recheck)
       this.recheck = undefined
-      if (this.closed || this.down === undefined) return
-      // Probe failures mark it down again, and so schedule the next check.
-      this.connect().then(() => this.probe()).catch(err => this.markDown(err))
+      return
+    }
+    this.recheck ??= setTimeout(() => {
+      this.recheck = undefined
+      if (this.closed) return
+      // Failures mark them down again, and so schedule the next check.
+      if (this.down !== undefined) this.probe().catch(() => undefined)
+      for (const lane of this.lanes.values()) {
+        if (lane.down !== undefined) this.connect(lane).then(() => { lane.down = undefined; this.rearm() }, () => undefined)
+      }
     }, RECHECK_MS)
     this.recheck.unref()
-  }
-
-  private markUp (): void {
-    this.down = undefined
-    clearTimeout(this.recheck)
-    this.recheck = undefined
   }
 
   async close (): Promise<void> {
@@ -139,54 +176,76 @@ export class KafkaBus implements FollowableBus {
     clearTimeout(this.recheck)
     await this.probing?.catch(() => undefined)
     await this.probeAdmin?.disconnect().catch(() => undefined)
-    await this.tail
-    await this.producer?.disconnect().catch(() => undefined)
+    for (const lane of this.lanes.values()) {
+      await lane.tail
+      await lane.producer?.disconnect().catch(() => undefined)
+    }
   }
 
-  private async send (topic: string, messages: readonly OutgoingMessage[]): Promise<void> {
-    const producer = await this.connect()
+  private lane (topic: string): Lane {
+    let lane = this.lanes.get(topic)
+    if (lane === undefined) this.lanes.set(topic, lane = { topic, producer: undefined, connecting: undefined, tail: Promise.resolve(), down: undefined })
+    return lane
+  }
+
+  private async send (lane: Lane, messages: readonly OutgoingMessage[]): Promise<void> {
+    const producer = await this.connect(lane)
     try {
       // Our produce encoder writes a Splice; kafkajs's own takes only whole values.
-      await producer.send({ topic, acks: -1, messages: this.fastProduce ? messages as Message[] : messages.map(joined) })
+      await producer.send({ topic: lane.topic, acks: -1, compression: this.compression, messages: this.fastProduce ? messages as Message[] : messages.map(joined) })
     } catch (err) {
       // A producer that failed may hold sequence state the broker no longer
       // agrees with; the next send starts from a fresh one.
-      this.reset(producer)
-      this.markDown(err)
+      this.reset(lane, producer)
+      this.markDown(lane, err)
       throw err
     }
-    this.markUp()
+    // The broker answered: the cluster is there, and so is this topic's leader.
+    if (lane.down !== undefined || this.down !== undefined) {
+      lane.down = undefined
+      this.down = undefined
+      this.rearm()
+    }
   }
 
-  private connect (): Promise<Producer> {
-    if (this.producer) return Promise.resolve(this.producer)
+  private connect (lane: Lane): Promise<Producer> {
+    if (lane.producer) return Promise.resolve(lane.producer)
     if (this.closed) return Promise.reject(new Error('bus closed'))
-    this.connecting ??= (async () => {
+    lane.connecting ??= (async () => {
       const producer = this.kafka.producer({ idempotent: true, maxInFlightRequests: 1, allowAutoTopicCreation: false, createPartitioner: keyPartitioner })
       try {
         await producer.connect()
         await this.ensureTopics()
-        this.producer = producer
-        this.log.info({ brokers: this.config.kafkaBrokers }, 'kafka producer connected')
+        lane.producer = producer
+        this.log.info({ brokers: this.config.kafkaBrokers, topic: lane.topic }, 'kafka producer connected')
         return producer
       } catch (err) {
         await producer.disconnect().catch(() => undefined)
-        this.markDown(err)
+        this.markDown(lane, err)
         throw err
       } finally {
-        this.connecting = undefined
+        lane.connecting = undefined
       }
     })()
-    return this.connecting
+    return lane.connecting
   }
 
-  private reset (producer: Producer): void {
-    if (this.producer !== producer) return
-    this.producer = undefined
+  private reset (lane: Lane, producer: Producer): void {
+    if (lane.producer !== producer) return
+    lane.producer = undefined
     producer.disconnect().catch(() => undefined)
   }
 
-  private async ensureTopics (): Promise<void> {
+  /** Creates the topics that are missing, once: a failure lets the next caller try again. */
+  private ensureTopics (): Promise<void> {
+    if (this.closed) return Promise.reject(new Error('bus closed'))
+    this.topicsReady ??= this.createTopics().then(
+      () => { this.topicsCreated = true },
+      err => { this.topicsReady = undefined; throw err })
+    return this.topicsReady
+  }
+
+  private async createTopics (): Promise<void> {
     const admin: Admin = this.kafka.admin()
     try {
       await admin.connect()

@@ -58,7 +58,8 @@ export interface Bus {
    * How many publish calls may overlap with their order kept (absent: one at
    * a time). The local bus: LMDB commits in the order asked and the wait is
    * mostly the disk's flush, which overlapping commits share. Kafka through
-   * kafkajs: one (its idempotent producer loses messages when sends overlap).
+   * kafkajs: one per topic (its idempotent producer loses messages when
+   * sends overlap).
    */
   readonly maxInFlight?: number
   start(): Promise<void>
@@ -66,11 +67,12 @@ export interface Bus {
   /** Throws when the bus cannot take messages now (readiness). */
   probe(): Promise<void>
   /**
-   * Why the bus is known to be down (its last send or probe failed), or
-   * undefined when it is up or nothing is known yet: lets a caller refuse at
-   * once rather than wait for a publish deadline.
+   * Why `topic` is known to be unable to take messages (its last send, or
+   * the last probe, failed), or undefined when it is up or nothing is known
+   * yet: lets a caller refuse at once rather than wait for a publish
+   * deadline. Without a topic: why any topic is.
    */
-  unavailable(): string | undefined
+  unavailable(topic?: string): string | undefined
   close(): Promise<void>
 }
 

@@ -157,6 +157,7 @@ function crossChecks (c: Config, env: NodeJS.ProcessEnv): string[] {
     problems.push('KAFKA_USERNAME and KAFKA_PASSWORD are required when KAFKA_SASL_MECHANISM is set')
   }
   if (c.httpBodyBufferBytes < c.telemetryMaxBody) problems.push(`HTTP_BODY_BUFFER_BYTES (${c.httpBodyBufferBytes}) must hold at least one TELEMETRY_MAX_BODY (${c.telemetryMaxBody})`)
+  if (c.httpBodyBufferBytes < c.telemetryBatchMaxBody) problems.push(`HTTP_BODY_BUFFER_BYTES (${c.httpBodyBufferBytes}) must hold at least one TELEMETRY_BATCH_MAX_BODY (${c.telemetryBatchMaxBody})`)
   if (c.storageBufferBytes < c.s3PartSize) problems.push(`STORAGE_BUFFER_BYTES (${c.storageBufferBytes}) must hold at least one S3_PART_SIZE (${c.s3PartSize})`)
   return problems
 }

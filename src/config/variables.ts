@@ -59,6 +59,7 @@ export const variables = [
   { name: 'KAFKA_USERNAME', type: 'string', description: 'SASL user' },
   { name: 'KAFKA_PASSWORD', type: 'string', description: 'SASL password' },
   { name: 'KAFKA_TLS', type: 'boolean', default: false, description: 'TLS to the brokers' },
+  { name: 'KAFKA_COMPRESSION', type: 'string', default: 'gzip', enum: ['none', 'gzip'], description: 'codec of the record batches the gateway produces (docs/telemetry.md)' },
   { name: 'KAFKA_TOPIC_PARTITIONS', type: 'integer', default: 6, minimum: 1, description: 'partitions of topics the gateway creates' },
   { name: 'TOPIC_TELEMETRY', type: 'string', default: 'asset.telemetry.v1', description: 'telemetry topic, key `asset_id`' },
   { name: 'TOPIC_EVIDENCE', type: 'string', default: 'stream.events.v1', description: 'evidence topic, key `client_id/device_id`' },
@@ -70,7 +71,12 @@ export const variables = [
   { name: 'TELEMETRY_LINGER_MS', type: 'integer', default: 5, minimum: 0, description: 'longest wait before a partial batch leaves' },
   { name: 'TELEMETRY_PUBLISH_TIMEOUT_MS', type: 'integer', default: 10000, minimum: 1, description: 'publish deadline before 500' },
   { name: 'TELEMETRY_MAX_PENDING', type: 'integer', default: 20000, minimum: 1, description: 'records awaiting acknowledgment before 503' },
-  { name: 'TELEMETRY_MAX_BODY', type: 'integer', default: MiB, minimum: 1, description: 'largest telemetry body in bytes (413 past it)' },
+  { name: 'TELEMETRY_MAX_BODY', type: 'integer', default: MiB, minimum: 1, description: 'largest telemetry body in bytes (413 past it); in a batch or a stream, largest record' },
+  { name: 'TELEMETRY_BATCH_MAX_RECORDS', type: 'integer', default: 1000, minimum: 1, description: 'records per `POST /v1/asset/track:batch` (413 past it)' },
+  { name: 'TELEMETRY_BATCH_MAX_BODY', type: 'integer', default: 8 * MiB, minimum: 1, description: 'largest batch body in bytes (413 past it)' },
+  { name: 'TELEMETRY_STREAM_WINDOW_RECORDS', type: 'integer', default: 1000, minimum: 1, description: 'records a telemetry stream may have unacknowledged; more are refused `overloaded`' },
+  { name: 'TELEMETRY_STREAM_WINDOW_BYTES', type: 'integer', default: MiB, minimum: 1024, description: 'bytes of those records; also the largest stream message (uWS drops a stream that sends a larger one)' },
+  { name: 'TELEMETRY_STREAM_PER_CLIENT', type: 'integer', default: 8, minimum: 1, description: 'telemetry streams one client may hold open; more get 429 `too_many_streams`' },
 
   // Storage
   { name: 'STORAGE', type: 'string', default: 'fs', enum: ['fs', 's3'], description: '`fs` (DATA_DIR/objects) or `s3`' },

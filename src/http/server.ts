@@ -125,6 +125,16 @@ export class HttpServer implements IntakeHost<Entry> {
     return this
   }
 
+  /**
+   * A WebSocket route on this server's port, uWS's own: `behavior.upgrade`
+   * decides who may open one and answers those it refuses. Requests that
+   * do not ask to upgrade go to the routes as any other.
+   */
+  websocket<U> (path: string, behavior: UWS.WebSocketBehavior<U>): this {
+    this.app.ws(path, behavior)
+    return this
+  }
+
   listen (host: string, port: number): Promise<number> {
     return new Promise((resolve, reject) => {
       this.app.listen(host, port, socket => {

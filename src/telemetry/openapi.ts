@@ -2,6 +2,17 @@ import { assetTrackingSchema } from './schema.js'
 
 const errorBody = (status: string): object => ({ type: 'object', properties: { status: { const: status }, message: { type: 'string' } } })
 
+const batchAnswer = {
+  type: 'object',
+  properties: {
+    status: { enum: ['success', 'partial_success', 'validation_error', 'error'] },
+    message: { type: 'string' },
+    accepted: { type: 'integer' },
+    rejected: { type: 'integer' },
+    results: { type: 'array', items: { type: 'object', required: ['index', 'status'], properties: { index: { type: 'integer' }, status: { type: 'string' } } } }
+  }
+}
+
 export const telemetryOpenApi = {
   schemas: { AssetTrackingData: assetTrackingSchema },
   paths: {
@@ -22,6 +33,32 @@ export const telemetryOpenApi = {
           413: { description: 'Body larger than TELEMETRY_MAX_BODY' },
           500: { description: 'Failed to publish message', content: { 'application/json': { schema: errorBody('error') } } },
           503: { description: 'Too many records pending, the bus is known to be down, or the server is draining; see Retry-After' }
+        }
+      }
+    },
+    '/v1/asset/track:batch': {
+      post: {
+        summary: 'Publish many telemetry records: a JSON array, or NDJSON (a record a line)',
+        security: [{ bearer: ['asset:track:write'] }],
+        parameters: [
+          { name: 'X-Request-Id', in: 'header', required: true, schema: { type: 'string', maxLength: 200 }, description: 'record i is published with request_id `<X-Request-Id>#<i>`' },
+          { name: 'X-Request-Timestamp', in: 'header', required: true, schema: { type: 'string', pattern: '^\\d{1,12}$' }, description: 'Unix epoch seconds' }
+        ],
+        requestBody: {
+          required: true,
+          content: {
+            'application/json': { schema: { type: 'array', items: { $ref: '#/components/schemas/AssetTrackingData' } } },
+            'application/x-ndjson': { schema: { $ref: '#/components/schemas/AssetTrackingData' } }
+          }
+        },
+        responses: {
+          200: { description: 'At least one record published; `status` is `success`, or `partial_success` with each refused record\'s error in `results`', content: { 'application/json': { schema: batchAnswer } } },
+          400: { description: 'Bad headers or body shape (nothing published), or no record valid (`results` names each one\'s errors)' },
+          401: { description: 'Token missing, invalid or expired' },
+          403: { description: 'Token lacks asset:track:write' },
+          413: { description: 'Body larger than TELEMETRY_BATCH_MAX_BODY, or more than TELEMETRY_BATCH_MAX_RECORDS records' },
+          500: { description: 'No record published: every valid one failed to publish (see `results`)' },
+          503: { description: 'Nothing published: too many records pending, the bus known to be down, or the server draining; see Retry-After' }
         }
       }
     }

@@ -40,6 +40,14 @@ export function headerErrors (headers: Readonly<Record<string, string>>): Record
  */
 export function recordErrors (record: unknown, headers: Readonly<Record<string, string>>, raw?: Uint8Array): Record<string, string> {
   const errors = headerErrors(headers)
+  const problems = bodyErrors(record, raw)
+  for (const key in problems) errors[key] ??= problems[key]!
+  return errors
+}
+
+/** The problems of the record alone (a record of a batch, whose headers are the batch's). */
+export function bodyErrors (record: unknown, raw?: Uint8Array): Record<string, string> {
+  const errors: Record<string, string> = {}
   if (raw !== undefined) {
     const problems = jsonTextProblems(raw, record)
     for (const key in problems) errors[key] ??= problems[key]!
@@ -62,12 +70,18 @@ export function recordErrors (record: unknown, headers: Readonly<Record<string, 
  * decide, and name every problem.
  */
 export function acceptedAssetId (headers: Readonly<Record<string, string>>, raw: Buffer): string | undefined {
+  const assetId = acceptedRecordAssetId(raw)
+  if (assetId === undefined || Object.keys(headerErrors(headers)).length > 0) return undefined
+  return assetId
+}
+
+/** acceptedAssetId for the bytes of one record, headers aside. */
+export function acceptedRecordAssetId (raw: Buffer): string | undefined {
   const captured = checkRecordBytes(raw)
   if (captured === undefined) return undefined
   const assetId = captured['asset_id']
   if (typeof assetId !== 'string' || labelProblem(assetId) !== undefined) return undefined
   for (const key of ADDED) if (key in captured) return undefined
-  if (Object.keys(headerErrors(headers)).length > 0) return undefined
   return assetId
 }
 

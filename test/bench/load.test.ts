@@ -58,6 +58,20 @@ t.test('drives a real gateway at a fixed rate: every record and event is accepte
   t.ok(events.every(m => m.value.media.length === 1 && m.value.media[0].size_bytes === 2048), 'with its media part stored')
 })
 
+t.test('drives batches and streams: every record of them acknowledged and published', async t => {
+  const gw = await startTestGateway(t, { LOG_LEVEL: 'error' })
+  const out = outDir(t)
+  // 10/s for 1.2 s: 6 batches of 5 records and 6 records on 2 streams.
+  const run = await loadTool(['--url', gw.url, ...creds, '--rate', '10', '--duration', '1.2', '--mix', 'batch=1,stream=1', '--batch-size', '5', '--connections', '2', '--timeout', '60', '--out', out])
+  t.equal(run.code, 0, run.stdout + run.stderr)
+  const report = JSON.parse(readFileSync(join(out, readdirSync(out).find(f => f.endsWith('.json'))!), 'utf8'))
+  t.same(report.results.kinds.batch.statuses, { 200: 6 })
+  t.same(report.results.kinds.stream.statuses, { acked: 6 })
+  const ids = (await tailBus(gw.dataDir, 'asset.telemetry.v1')).map(m => m.headers['x-request-id']!)
+  t.equal(ids.length, 36, 'every record published')
+  t.equal(ids.filter(id => /-s[01]#\d+$/.test(id)).length, 6, 'six from the streams, named by stream and sequence number')
+})
+
 t.test('refuses a target that is not loopback unless told the tester owns it', async t => {
   for (const args of [['--url', 'http://192.0.2.10:8080'], ['--url', 'http://127.0.0.1:9', '--auth-url', 'https://login.example.com']]) {
     const run = await loadTool([...args, ...creds])
@@ -70,7 +84,7 @@ t.test('refuses a target that is not loopback unless told the tester owns it', a
 t.test('--mix takes kind=weight pairs of known kinds', async t => {
   const bad: Array<[string, RegExp]> = [
     ['telemetry=abc', /"telemetry=abc" is not kind=weight/],
-    ['video=10', /unknown kind "video" \(known: telemetry, evidence\)/],
+    ['video=10', /unknown kind "video" \(known: telemetry, batch, stream, evidence\)/],
     ['telemetry=0,evidence=0', /at least one kind needs a weight above 0/],
     ['telemetry=5,telemetry=5', /"telemetry" is given twice/]
   ]

@@ -275,3 +275,18 @@ t.test('a wall clock stepped back stretches neither a linger nor a deadline', as
   await clock.tickAsync(95)
   t.same(failed, ['1'], 'the unacknowledged one failed at its deadline')
 })
+
+t.test('submitAll admits records together or not at all', async t => {
+  const sent: string[][] = []
+  const batcher = new MicroBatcher({ maxBatch: 10, lingerMs: 0, maxPending: 3, timeoutMs: 1000, publish: async messages => { sent.push(messages.map(m => m.key)) } })
+  const settled: Array<[string, string | undefined]> = []
+  const done = (token: string, err: { code: string } | undefined) => { settled.push([token, err?.code]) }
+  const message = (key: string) => ({ key, value: '{}', headers: {} })
+  t.equal(batcher.submitAll([message('a'), message('b'), message('c'), message('d')], ['a', 'b', 'c', 'd'], done)?.code, 'overloaded', 'four would pass the bound of three')
+  t.equal(batcher.pending, 0, 'none of them was queued')
+  t.equal(batcher.submitAll([message('a'), message('b')], ['a', 'b'], done), undefined)
+  t.equal(batcher.submitAll([message('c'), message('d')], ['c', 'd'], done)?.code, 'overloaded', 'two more would pass it too')
+  await batcher.drain()
+  t.same(sent, [['a', 'b']])
+  t.same(settled, [['a', undefined], ['b', undefined]])
+})

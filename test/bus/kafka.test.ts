@@ -76,3 +76,66 @@ t.test('a broker that stops answering: the probe gives up before readiness does 
   t.match(outcome, /did not answer within \d+ ms/, 'the probe failed before readiness would have timed it out')
   t.match(bus.unavailable(), /did not answer within \d+ ms/, 'and the bus is known to be down')
 })
+
+/** A stand-in whose producers record what they send; a send to `stalled` waits until released, or fails when told. */
+function topicBroker (stalled: string) {
+  const producers: Array<{ sent: string[] }> = []
+  const held: Array<{ resolve: () => void, reject: (err: Error) => void }> = []
+  const admin = () => ({
+    connect: async () => {},
+    disconnect: async () => {},
+    describeCluster: async () => ({ brokers: [], controller: 0, clusterId: 'c' }),
+    listTopics: async () => ['asset.telemetry.v1', 'stream.events.v1', 'harness.runs.v1', 'harness.control.v1'],
+    createTopics: async () => true
+  })
+  const producer = () => {
+    const record = { sent: [] as string[] }
+    producers.push(record)
+    return {
+      connect: async () => {},
+      disconnect: async () => {},
+      send: ({ topic }: { topic: string }) => {
+        record.sent.push(topic)
+        return topic === stalled ? new Promise<void>((resolve, reject) => { held.push({ resolve, reject }) }) : Promise.resolve([])
+      }
+    }
+  }
+  return { kafka: { admin, producer } as unknown as Kafka, producers, held }
+}
+
+t.test('a send that waits on one topic (a partition without a leader) holds no other topic back: a producer per topic', async t => {
+  const broker = topicBroker('harness.runs.v1')
+  const bus = new KafkaBus(loadConfig({ BUS: 'kafka', KAFKA_BROKERS: '127.0.0.1:9' }), pino({ level: 'silent' }), broker.kafka)
+  t.teardown(() => bus.close())
+  await bus.start()
+  const runs = bus.publish('harness.runs.v1', [{ key: 'run-1', value: '{}', headers: {} }])
+  const laterRuns = bus.publish('harness.runs.v1', [{ key: 'run-2', value: '{}', headers: {} }])
+  await bus.publish('asset.telemetry.v1', [{ key: 'truck-1', value: '{}', headers: {} }])
+  await bus.publish('stream.events.v1', [{ key: 'cam-1', value: '{}', headers: {} }])
+  t.pass('telemetry and evidence were acknowledged while the runs send was out')
+  t.equal(broker.producers.length, 3, 'one producer per topic published to')
+  t.same(broker.producers.map(p => p.sent), [['harness.runs.v1'], ['asset.telemetry.v1'], ['stream.events.v1']], 'each sends its own topic only')
+  t.equal(broker.held.length, 1, 'the second runs send waits for the first: one send in flight per producer (kafkajs #1005)')
+  broker.held.shift()!.resolve()
+  await runs
+  await new Promise(resolve => setImmediate(resolve))
+  t.equal(broker.held.length, 1, 'then the second goes out')
+  broker.held.shift()!.resolve()
+  await laterRuns
+})
+
+t.test('a failed send marks its own topic down, not the others: telemetry is not refused for a runs outage', async t => {
+  const broker = topicBroker('harness.runs.v1')
+  const bus = new KafkaBus(loadConfig({ BUS: 'kafka', KAFKA_BROKERS: '127.0.0.1:9' }), pino({ level: 'silent' }), broker.kafka)
+  t.teardown(() => bus.close())
+  await bus.start()
+  const runs = bus.publish('harness.runs.v1', [{ key: 'run-1', value: '{}', headers: {} }])
+  await new Promise(resolve => setImmediate(resolve))
+  broker.held.shift()!.reject(new Error('There is no leader for this topic-partition'))
+  await t.rejects(runs, /no leader/)
+  t.match(bus.unavailable('harness.runs.v1'), /no leader/, 'the runs topic is known to be down')
+  t.equal(bus.unavailable('asset.telemetry.v1'), undefined, 'telemetry is not')
+  t.match(bus.unavailable(), /no leader/, 'asked about no topic in particular: something is down')
+  await bus.publish('asset.telemetry.v1', [{ key: 'truck-1', value: '{}', headers: {} }])
+  t.pass('and telemetry is published meanwhile')
+})

@@ -144,9 +144,12 @@ t.test('the cross-checks, each at its edge', async t => {
   t.equal(problemsOf({ KAFKA_SASL_MECHANISM: 'plain', KAFKA_PASSWORD: 'p' }), sasl, 'no user')
   t.equal(problemsOf({ KAFKA_SASL_MECHANISM: 'plain', KAFKA_USERNAME: 'u', KAFKA_PASSWORD: 'p' }), 'valid')
   t.equal(problemsOf({ KAFKA_USERNAME: 'u' }), 'valid', 'a user without SASL is not an error')
-  t.equal(problemsOf({ HTTP_BODY_BUFFER_BYTES: String(2 * 1024 * 1024), TELEMETRY_MAX_BODY: String(2 * 1024 * 1024) }), 'valid', 'a buffer of exactly one body')
-  t.equal(problemsOf({ HTTP_BODY_BUFFER_BYTES: String(2 * 1024 * 1024), TELEMETRY_MAX_BODY: String(2 * 1024 * 1024 + 1) }),
+  const batch = { TELEMETRY_BATCH_MAX_BODY: String(2 * 1024 * 1024) }
+  t.equal(problemsOf({ HTTP_BODY_BUFFER_BYTES: String(2 * 1024 * 1024), TELEMETRY_MAX_BODY: String(2 * 1024 * 1024), ...batch }), 'valid', 'a buffer of exactly one body')
+  t.equal(problemsOf({ HTTP_BODY_BUFFER_BYTES: String(2 * 1024 * 1024), TELEMETRY_MAX_BODY: String(2 * 1024 * 1024 + 1), ...batch }),
     'invalid configuration:\n  - HTTP_BODY_BUFFER_BYTES (2097152) must hold at least one TELEMETRY_MAX_BODY (2097153)')
+  t.equal(problemsOf({ HTTP_BODY_BUFFER_BYTES: String(2 * 1024 * 1024), TELEMETRY_BATCH_MAX_BODY: String(2 * 1024 * 1024 + 1) }),
+    'invalid configuration:\n  - HTTP_BODY_BUFFER_BYTES (2097152) must hold at least one TELEMETRY_BATCH_MAX_BODY (2097153)')
   t.equal(problemsOf({ STORAGE_BUFFER_BYTES: String(8 * 1024 * 1024) }), 'valid', 'a pool of exactly one part')
   t.equal(problemsOf({ STORAGE_BUFFER_BYTES: String(8 * 1024 * 1024 - 1) }),
     'invalid configuration:\n  - STORAGE_BUFFER_BYTES (8388607) must hold at least one S3_PART_SIZE (8388608)')

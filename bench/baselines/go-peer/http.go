@@ -16,9 +16,9 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
-// route answers what is not POST /v1/asset/track, as the gateway's router does.
+// route answers what is not POST /v1/asset/track or /v1/asset/track:batch, as the gateway's router does.
 func (s *Service) route(method, path string) *Reply {
-	if path != trackPath {
+	if path != trackPath && path != batchPath {
 		return &Reply{Status: 404, Body: plainError("not_found", "no route for "+method+" "+path)}
 	}
 	if method != "POST" {

@@ -66,7 +66,12 @@ func (s *Service) RequestIDFor(given string) string {
 }
 
 func (s *Service) Track(r *Request, started time.Time) Reply {
-	reply := s.track(r)
+	var reply Reply
+	if r.Path == batchPath {
+		reply = s.trackBatch(r)
+	} else {
+		reply = s.track(r)
+	}
 	s.finish(r, &reply, started)
 	return reply
 }
