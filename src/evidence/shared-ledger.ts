@@ -241,7 +241,7 @@ export class SharedLedger implements EvidenceLedger {
   /** Publishes within the wait; false when the bus did not take it (or is known to be down). */
   private async publish (topic: string, message: BusMessage): Promise<boolean> {
     const { bus, publishWaitMs } = this.options
-    if (bus.unavailable() !== undefined) return false
+    if (bus.unavailable(topic) !== undefined) return false
     let timer: NodeJS.Timeout | undefined
     try {
       await Promise.race([bus.publish(topic, [message]), new Promise((_resolve, reject) => { timer = setTimeout(() => reject(new Error(`the bus did not take it within ${publishWaitMs} ms`)), publishWaitMs) })])
