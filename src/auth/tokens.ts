@@ -3,7 +3,7 @@ import { SignJWT, createRemoteJWKSet, decodeJwt, type JWTPayload, type JWTVerify
 import { GatewayError, unauthorized } from '../errors.js'
 import { isStorageId, STORAGE_ID_RULE } from '../validation/index.js'
 import type { Client } from './clients.js'
-import { bearerToken, verifyJwt } from './jwt.js'
+import { bearerToken, TOKEN_LEEWAY_S, verifyJwt } from './jwt.js'
 import type { KeyStore } from './keys.js'
 import { tenantKey } from './tenant.js'
 
@@ -61,7 +61,8 @@ interface Verified { header: string, claims: TokenClaims, scopes: ReadonlySet<st
 
 /**
  * Checks bearer tokens on the ingest routes: signature, issuer, audience,
- * expiry, then the route's scope. Verified tokens are cached by their exact
+ * expiry (TOKEN_LEEWAY_S either way on exp, nbf and iat, as every token check
+ * here), then the route's scope. Verified tokens are cached by their exact
  * Authorization header until they expire, since a device sends the same
  * token thousands of times and RS256 verification would otherwise dominate a
  * small request. The cache is keyed by the header's last characters and the
@@ -95,7 +96,7 @@ export class TokenVerifier {
     const key = authorization?.slice(-CACHE_KEY_CHARS)
     const entry = key === undefined ? undefined : this.cache.get(key)
     if (entry !== undefined && entry.header === authorization) {
-      if ((entry.claims.exp ?? 0) * 1000 > this.now()) return this.granted(entry, scope)
+      if (((entry.claims.exp ?? 0) + TOKEN_LEEWAY_S) * 1000 > this.now()) return this.granted(entry, scope)
       this.cache.delete(key!)
     }
     const token = bearerToken(authorization)
@@ -129,7 +130,7 @@ export class TokenVerifier {
       algorithms: ['RS256'],
       issuer: useExternal ? external.issuer : this.options.issuer,
       audience: this.options.audiences,
-      leewayS: 0,
+      leewayS: TOKEN_LEEWAY_S,
       now: this.now()
     })
     const clientId = typeof payload['client_id'] === 'string' ? payload['client_id'] : payload.sub
