@@ -141,6 +141,26 @@ export class SharedDocuments {
     return out
   }
 
+  /**
+   * `list`, with the store's clock when it answered (the first page's `Date`,
+   * epoch ms, to the second): what the documents' `lastModified` compare
+   * with, so that no node's own clock enters a decision taken on their age.
+   */
+  async listAt (prefix: string): Promise<{ listed: Listed[], now: number }> {
+    const listed: Listed[] = []
+    let now: number | undefined
+    let token: string | undefined
+    do {
+      const command = new ListObjectsV2Command({ Bucket: this.bucket, Prefix: SHARED_PREFIX + prefix, ContinuationToken: token })
+      const date = responseDate(command)
+      const page = await this.call('ListObjectsV2', s => this.client.send(command, { abortSignal: s }))
+      now ??= date()
+      for (const o of page.Contents ?? []) listed.push({ key: o.Key!.slice(SHARED_PREFIX.length), etag: o.ETag!, lastModified: o.LastModified!.getTime() })
+      token = page.IsTruncated === true ? page.NextContinuationToken : undefined
+    } while (token !== undefined)
+    return { listed, now: now ?? Date.now() }
+  }
+
   private async conditional (key: string, value: unknown, condition: { IfNoneMatch?: string, IfMatch?: string }): Promise<string | undefined> {
     const body = Buffer.from(JSON.stringify(value))
     try {
@@ -169,6 +189,21 @@ export class SharedDocuments {
       throw err
     }
   }
+}
+
+/**
+ * The `Date` of the answer to `command`, once it has been sent: the store's
+ * clock. Undefined when the store sent none (HTTP requires one of a server
+ * with a clock), and the caller falls back to its own.
+ */
+function responseDate (command: ListObjectsV2Command): () => number | undefined {
+  let date: string | undefined
+  command.middlewareStack.add(next => async args => {
+    const out = await next(args)
+    date = (out.response as { headers?: Record<string, string> }).headers?.['date']
+    return out
+  }, { step: 'deserialize', name: 'responseDate' })
+  return () => date === undefined ? undefined : Date.parse(date)
 }
 
 function status (err: unknown): number | undefined {
