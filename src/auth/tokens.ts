@@ -32,13 +32,15 @@ export interface TokenClaims extends JWTPayload {
 export async function issueToken (keys: KeyStore, client: Client, audience: string, issuer: string, ttlS: number): Promise<IssuedToken> {
   const { kid, privateKey } = keys.current
   const scope = client.scopes.join(' ')
+  // On the key store's clock, the cluster's (S3's), as the ingest check is: not this machine's.
+  const iat = Math.floor(keys.now() / 1000)
   const accessToken = await new SignJWT({ client_id: client.client_id, scope, tenant: client.tenant })
     .setProtectedHeader({ alg: 'RS256', kid, typ: 'JWT' })
     .setIssuer(issuer)
     .setSubject(client.client_id)
     .setAudience(audience)
-    .setIssuedAt()
-    .setExpirationTime(`${ttlS}s`)
+    .setIssuedAt(iat)
+    .setExpirationTime(iat + ttlS)
     .setJti(randomUUID())
     .sign(privateKey)
   return { access_token: accessToken, token_type: 'Bearer', expires_in: ttlS, scope }
@@ -51,6 +53,7 @@ export interface VerifierOptions {
   external?: { issuer: string, jwksUrl: string } | undefined
   /** Verified tokens remembered; each entry still expires with its token. */
   cacheSize?: number
+  /** The key store's clock (the cluster's) by default, the one tokens are issued on. */
   now?: () => number
 }
 
@@ -84,7 +87,7 @@ export class TokenVerifier {
     this.ownKeys = keys.getKey
     this.externalKeys = options.external ? createRemoteJWKSet(new URL(options.external.jwksUrl), { cooldownDuration: 30_000 }) : undefined
     this.cacheSize = options.cacheSize ?? 10_000
-    this.now = options.now ?? Date.now
+    this.now = options.now ?? keys.now
   }
 
   /**

@@ -43,6 +43,7 @@ export const variables = [
   { name: 'AUTH_AUDIENCE', type: 'list', default: ['evidence-gateway'], description: 'audiences the ingest routes accept' },
   { name: 'AUTH_TOKEN_TTL_S', type: 'integer', default: 86400, minimum: 60, description: 'token validity' },
   { name: 'AUTH_KEY_ROTATION_S', type: 'integer', default: 2592000, minimum: 60, description: 'age at which the signing key is replaced' },
+  { name: 'AUTH_KEY_PUBLISH_LEAD_S', type: 'integer', default: 900, minimum: 0, description: 'how long a new signing key is in the JWKS before it signs: longer than any verifier caches the set (jose\'s remote set, as the harness gate uses: 10 minutes); below AUTH_KEY_ROTATION_S' },
   { name: 'AUTH_MAX_FAILURES', type: 'integer', default: 10, minimum: 1, description: 'failed logins of one client_id from one address before 429' },
   { name: 'AUTH_ADDRESS_MAX_FAILURES', type: 'integer', default: 100, minimum: 1, description: 'failed logins from one address, any client_id, before 429' },
   { name: 'AUTH_FAILURE_WINDOW_S', type: 'integer', default: 300, minimum: 1, description: 'window of the failed-login counts' },

@@ -8,7 +8,7 @@ type SigningKey = Parameters<SignJWT['sign']>[0]
 async function setup (t: Test, clock = { now: Date.now() }) {
   const state = openState(t.testdir())
   t.teardown(() => state.close())
-  const keys = new KeyStore(new LmdbKeyVault(state), { tokenTtlS: 3600, rotationS: 86400 })
+  const keys = new KeyStore(new LmdbKeyVault(state), { tokenTtlS: 3600, rotationS: 86400, publishLeadS: 900 })
   await keys.init()
   const verifier = new TokenVerifier(keys, { issuer: 'https://gw/', audiences: ['evidence-gateway'], now: () => clock.now })
   const sign = (claims: Record<string, unknown>, opts: { iss?: string, aud?: string, exp?: number, key?: SigningKey, kid?: string } = {}) =>
