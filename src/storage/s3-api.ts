@@ -1,7 +1,7 @@
 import {
   S3Client, HeadBucketCommand, CreateBucketCommand, DeleteObjectCommand, PutObjectCommand,
   CreateMultipartUploadCommand, UploadPartCommand, CompleteMultipartUploadCommand, AbortMultipartUploadCommand,
-  ListMultipartUploadsCommand, type CompletedPart
+  type CompletedPart
 } from '@aws-sdk/client-s3'
 import { GatewayError } from '../errors.js'
 
@@ -62,25 +62,6 @@ export class S3Api {
     } catch (err) {
       if (!isNoSuchUpload(err)) throw err
     }
-  }
-
-  /**
-   * The ids of the incomplete multipart uploads of exactly `key`. A prefix
-   * is all MinIO can list by (it refuses a delimiter-less listing of a whole
-   * bucket's uploads), which is why the keys are recorded.
-   */
-  async listUploads (key: string): Promise<string[]> {
-    const ids: string[] = []
-    let keyMarker: string | undefined
-    let uploadIdMarker: string | undefined
-    do {
-      const page = await this.call('ListMultipartUploads', this.timeouts.requestMs, s =>
-        this.client.send(new ListMultipartUploadsCommand({ Bucket: this.bucket, Prefix: key, KeyMarker: keyMarker, UploadIdMarker: uploadIdMarker }), { abortSignal: s }))
-      for (const u of page.Uploads ?? []) if (u.Key === key && u.UploadId) ids.push(u.UploadId)
-      keyMarker = page.IsTruncated === true ? page.NextKeyMarker : undefined
-      uploadIdMarker = page.NextUploadIdMarker
-    } while (keyMarker !== undefined)
-    return ids
   }
 
   async putObject (key: string, bytes: Uint8Array, contentType: string, signal: AbortSignal): Promise<string> {

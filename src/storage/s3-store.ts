@@ -55,7 +55,8 @@ export class S3ObjectStore implements ObjectStore {
     this.multipart = {
       get inFlight () { return journal.inFlightCount },
       get backlog () { return sweeper.backlog },
-      get abortsRetried () { return sweeper.abortsRetried }
+      get abortsRetried () { return sweeper.abortsRetried },
+      get unidentified () { return sweeper.unidentified }
     }
   }
 
