@@ -87,6 +87,7 @@ export const variables = [
   { name: 'STORAGE_SLAB_WAIT_MS', type: 'integer', default: 30000, minimum: 1, description: 'longest wait of an upload for buffer memory before 503 `storage_busy`' },
   { name: 'S3_REQUEST_TIMEOUT_MS', type: 'integer', default: 15000, minimum: 1, description: 'deadline of each S3 request but parts (create, complete, abort, list, delete, probe), retries included; past it 503 `storage_unavailable`' },
   { name: 'S3_PART_TIMEOUT_MS', type: 'integer', default: 60000, minimum: 1, description: 'deadline of one part (or a small object\'s PutObject), retries included' },
+  { name: 'S3_ABORT_INCOMPLETE_UPLOADS_DAYS', type: 'integer', default: 1, minimum: 0, description: 'days after which the bucket\'s lifecycle aborts an incomplete multipart upload: a rule merged into the bucket\'s lifecycle at start, where the credentials allow (docs/storage.md); 0 leaves the lifecycle alone' },
   { name: 'S3_SWEEP_INTERVAL_MS', type: 'integer', default: 60000, minimum: 100, description: 'how often recorded multipart uploads that are not in flight are aborted (and the longest retry backoff)' },
 
   // Evidence

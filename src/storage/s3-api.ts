@@ -1,12 +1,18 @@
 import {
   S3Client, HeadBucketCommand, CreateBucketCommand, DeleteObjectCommand, PutObjectCommand,
   CreateMultipartUploadCommand, UploadPartCommand, CompleteMultipartUploadCommand, AbortMultipartUploadCommand,
-  type CompletedPart
+  GetBucketLifecycleConfigurationCommand, PutBucketLifecycleConfigurationCommand,
+  type CompletedPart, type LifecycleRule, type TransitionDefaultMinimumObjectSize
 } from '@aws-sdk/client-s3'
 import { GatewayError } from '../errors.js'
 
 /** Seconds a client is told to wait after the object store failed it. */
 const RETRY_AFTER_S = '5'
+
+export interface Lifecycle {
+  rules: LifecycleRule[]
+  transitionDefaultMinimumObjectSize: TransitionDefaultMinimumObjectSize | undefined
+}
 
 export interface S3Timeouts {
   /** Every request but a part's, retries included. */
@@ -62,6 +68,32 @@ export class S3Api {
     } catch (err) {
       if (!isNoSuchUpload(err)) throw err
     }
+  }
+
+  /**
+   * The bucket's lifecycle configuration: its rules (none when it has no
+   * configuration) and the setting that goes with them, to be written back
+   * as it was.
+   */
+  async lifecycle (): Promise<Lifecycle> {
+    try {
+      const out = await this.call('GetBucketLifecycleConfiguration', this.timeouts.requestMs, s =>
+        this.client.send(new GetBucketLifecycleConfigurationCommand({ Bucket: this.bucket }), { abortSignal: s }))
+      return { rules: out.Rules ?? [], transitionDefaultMinimumObjectSize: out.TransitionDefaultMinimumObjectSize }
+    } catch (err) {
+      if ((err as { name?: string }).name === 'NoSuchLifecycleConfiguration') return { rules: [], transitionDefaultMinimumObjectSize: undefined }
+      throw err
+    }
+  }
+
+  /** Replaces the bucket's lifecycle configuration: give it every rule to keep. */
+  async putLifecycle ({ rules, transitionDefaultMinimumObjectSize }: Lifecycle): Promise<void> {
+    await this.call('PutBucketLifecycleConfiguration', this.timeouts.requestMs, s =>
+      this.client.send(new PutBucketLifecycleConfigurationCommand({
+        Bucket: this.bucket,
+        LifecycleConfiguration: { Rules: rules },
+        ...(transitionDefaultMinimumObjectSize !== undefined ? { TransitionDefaultMinimumObjectSize: transitionDefaultMinimumObjectSize } : {})
+      }), { abortSignal: s }))
   }
 
   async putObject (key: string, bytes: Uint8Array, contentType: string, signal: AbortSignal): Promise<string> {
