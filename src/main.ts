@@ -12,7 +12,7 @@ import { consoleRoutes } from './console/index.js'
 import { FrontDoor } from './frontdoor/index.js'
 import { HarnessService, harnessOpenApi, type HarnessCluster } from './runs/index.js'
 import { TelemetryService, telemetryOpenApi } from './telemetry/index.js'
-import { createObjectStore } from './storage/index.js'
+import { checkConditionalWrites, createObjectStore } from './storage/index.js'
 import { checkState, openState, Incarnation } from './state/index.js'
 
 export interface Gateway {
@@ -47,6 +47,7 @@ export async function startGateway (config: Config, log: Logger): Promise<Gatewa
   if (isCluster(config)) {
     const documents = new SharedDocuments(config)
     await documents.start()
+    await checkConditionalWrites(documents, config)
     // Beating before anything is claimed: no claim of this node is ever held by an incarnation without a heartbeat.
     const nodes = new NodeHeartbeats(documents, incarnation.id, log.child({ component: 'heartbeat' }))
     await nodes.start()

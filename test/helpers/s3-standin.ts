@@ -20,7 +20,7 @@ export interface StandIn {
   /** What it holds: objects by `bucket/key`, lifecycle configurations (the XML written) by bucket. */
   objects: Map<string, Buffer>
   lifecycles: Map<string, string>
-  /** Every request, as `METHOD /path?query`. */
+  /** Every request but HeadBucket and CreateBucket, as `METHOD /path?query`. */
   requests: string[]
 }
 
@@ -40,10 +40,11 @@ export async function startStandIn (t: Tap, options: StandInOptions = {}): Promi
     req.on('end', () => answer(req, Buffer.concat(chunks), res))
   })
   const answer = (req: IncomingMessage, body: Buffer, res: ServerResponse): void => {
-    state.requests.push(`${req.method} ${req.url}`)
     const url = new URL(req.url!, 'http://standin')
     const [bucket, ...rest] = url.pathname.slice(1).split('/')
-    const key = `${bucket}/${decodeURIComponent(rest.join('/'))}`
+    const objectKey = decodeURIComponent(rest.join('/'))
+    const key = `${bucket}/${objectKey}`
+    if (objectKey !== '' || url.search !== '') state.requests.push(`${req.method} ${req.url}`)
     if (url.searchParams.has('lifecycle')) {
       if (options.lifecycle === 'denied') return error(res, 403, 'AccessDenied')
       if (req.method === 'PUT') {
@@ -53,7 +54,8 @@ export async function startStandIn (t: Tap, options: StandInOptions = {}): Promi
       const xml = state.lifecycles.get(bucket!)
       return xml === undefined ? error(res, 404, 'NoSuchLifecycleConfiguration') : void res.writeHead(200, { 'content-type': 'application/xml' }).end(xml)
     }
-    if (rest.length === 0) return void res.writeHead(200).end()
+    // HeadBucket and CreateBucket: every bucket exists.
+    if (objectKey === '') return void res.writeHead(200).end()
     const held = state.objects.get(key)
     const etag = held && `"${createHash('md5').update(held).digest('hex')}"`
     switch (req.method) {
