@@ -26,25 +26,36 @@ function parseEnv (text) {
 }
 
 /**
- * Debian's chromium for the console's browser tests (test/console), driven by
- * playwright-core, which never downloads a browser of its own. Installed with
- * apt-get when missing, as scripts/infra.sh installs Kafka and MinIO.
+ * A Debian package's command, installed with apt-get when missing, as
+ * scripts/infra.sh installs Kafka and MinIO; its path.
  */
-function chromium () {
-  const which = () => spawnSync('sh', ['-c', 'command -v chromium'], { encoding: 'utf8' })
+function debianCommand (command, pkg) {
+  const which = () => spawnSync('sh', ['-c', `command -v ${command}`], { encoding: 'utf8' })
   let found = which()
   if (found.status !== 0) {
-    console.error('test: chromium not found; installing Debian\'s (apt-get install -y chromium)')
+    console.error(`test: ${command} not found; installing Debian's (apt-get install -y ${pkg})`)
     const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' }
-    if (spawnSync('apt-get', ['install', '-y', 'chromium'], { stdio: ['ignore', 'inherit', 'inherit'], env }).status !== 0) {
+    if (spawnSync('apt-get', ['install', '-y', pkg], { stdio: ['ignore', 'inherit', 'inherit'], env }).status !== 0) {
       run('apt-get', ['update'], { env })
-      run('apt-get', ['install', '-y', 'chromium'], { env })
+      run('apt-get', ['install', '-y', pkg], { env })
     }
     found = which()
-    if (found.status !== 0) throw new Error('chromium is still not on PATH after apt-get install')
+    if (found.status !== 0) throw new Error(`${command} is still not on PATH after apt-get install`)
   }
   return found.stdout.trim()
 }
+
+/**
+ * Debian's chromium for the console's browser tests (test/console), driven by
+ * playwright-core, which never downloads a browser of its own.
+ */
+const chromium = () => debianCommand('chromium', 'chromium')
+
+/**
+ * libfaketime, which test/cluster/clock-skew.test.ts preloads into one node
+ * of a cluster to set its clock minutes off (test/helpers/faketime.ts).
+ */
+const faketime = () => debianCommand('faketime', 'faketime')
 
 let infraUp = false
 function down () {
@@ -65,6 +76,7 @@ try {
   const env = { ...process.env }
   env.CHROMIUM_PATH ??= chromium()
   console.error(`test: chromium at ${env.CHROMIUM_PATH}`)
+  console.error(`test: faketime at ${faketime()}`)
   if (skipInfra) {
     console.error('test: TEST_INFRA=skip: Kafka and MinIO are NOT started; their tests are skipped')
   } else {

@@ -12,7 +12,7 @@ import { consoleRoutes } from './console/index.js'
 import { FrontDoor } from './frontdoor/index.js'
 import { HarnessService, harnessOpenApi, type HarnessCluster } from './runs/index.js'
 import { STREAM_PATH, TelemetryService, telemetryOpenApi } from './telemetry/index.js'
-import { createObjectStore } from './storage/index.js'
+import { checkConditionalWrites, createObjectStore } from './storage/index.js'
 import { checkState, openState, Incarnation } from './state/index.js'
 
 export interface Gateway {
@@ -46,6 +46,7 @@ export async function startGateway (config: Config, log: Logger): Promise<Gatewa
   if (isCluster(config)) {
     documents = new SharedDocuments(config)
     await documents.start()
+    await checkConditionalWrites(documents, config)
     // Stopped after everything that uses it (stoppers run in reverse).
     stoppers.push(() => documents!.stop())
     authStores = { clients: new SharedClientStore(documents), keys: new SharedKeyVault(documents) }

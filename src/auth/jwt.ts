@@ -42,6 +42,13 @@ export function tokenAlgorithm (token: string): string | undefined {
   }
 }
 
+/**
+ * Seconds of clock skew every token check of this service allows on `exp`,
+ * `nbf` and `iat`: a token issued on one machine is checked on another, whose
+ * clock may differ by that much.
+ */
+export const TOKEN_LEEWAY_S = 30
+
 /** Longest validity a token may claim from now: a year-9999 `exp` is no token we should honour. */
 export const MAX_TOKEN_LIFETIME_S = 31 * 24 * 3600
 

@@ -2,7 +2,8 @@ import { createPrivateKey, createPublicKey, generateKeyPair, type JsonWebKey, ty
 import { readFileSync } from 'node:fs'
 import { promisify } from 'node:util'
 import { calculateJwkThumbprint, errors as joseErrors, type JWK, type JWTVerifyGetKey } from 'jose'
-import type { KeyVault, StoredKey } from './key-vault.js'
+import { expiredKeys, rotationDue, signingKey, type KeySchedule } from './key-schedule.js'
+import type { KeyListing, KeyVault, ListedKey, StoredKey } from './key-vault.js'
 
 const generateRsa = promisify(generateKeyPair)
 
@@ -14,12 +15,18 @@ export interface SigningKey {
 export interface KeyStoreOptions {
   tokenTtlS: number
   rotationS: number
+  /** AUTH_KEY_PUBLISH_LEAD_S: how long a new key is published before it signs. */
+  publishLeadS: number
   signingKeyFile?: string | undefined
-  now?: () => number
 }
 
-/** Margin past a retired key's last token expiry before it leaves the set (clock skew). */
-const PUBLISH_MARGIN_MS = 5 * 60 * 1000
+/**
+ * How long a retired key stays published past the last expiry of its
+ * tokens: the leeway verifiers allow past `exp` (30 s), the few seconds a
+ * process may take to see that its successor signs, the one-second
+ * resolution of the store's clock, and room to spare.
+ */
+const RETAIN_MARGIN_MS = 5 * 60 * 1000
 /**
  * Least time between two looks at the vault for an unknown kid: a stream of
  * tokens with made-up kids costs one look a second, not one per request.
@@ -28,24 +35,37 @@ export const UNKNOWN_KID_REFRESH_MS = 1_000
 
 /**
  * RS256 signing keys, kept in a KeyVault that every process of the service
- * shares (LMDB on one node, S3 in a cluster). The newest key signs; a key
- * stays in the published set until every token it signed has expired (its
- * successor's age past AUTH_TOKEN_TTL_S and a margin), then is removed.
+ * shares (LMDB on one node, S3 in a cluster), on the schedule of
+ * `key-schedule.ts`: a new key is published AUTH_KEY_PUBLISH_LEAD_S before
+ * it signs, and leaves once every token it signed has expired. Every
+ * decision is taken on the vault's clock (S3's in a cluster), which `now`
+ * carries forward between readings: a node whose clock is minutes off
+ * neither rotates early nor removes a key another node signs with, and the
+ * tokens it issues and checks are timed on the same clock as everyone's.
  * `rotateIfDue`, called every few seconds, also picks up keys other
  * processes made; a token with a kid not seen yet makes it look at once.
  * With AUTH_SIGNING_KEY_FILE the operator owns the key and its rotation.
  */
 export class KeyStore {
-  private readonly now: () => number
   private signing: SigningKey | undefined
+  private keys: ListedKey[] = []
   private publicKeys = new Map<string, KeyObject>()
   private jwksBody = '{"keys":[]}'
   private refreshing: Promise<void> | undefined
   private lastRefresh = -Infinity
+  private readonly schedule: KeySchedule
+  /** The vault's clock at the last listing, and this process's monotonic clock then. */
+  private clock = { at: Date.now(), monotonic: performance.now() }
 
   constructor (private readonly vault: KeyVault, private readonly options: KeyStoreOptions) {
-    this.now = options.now ?? Date.now
+    this.schedule = { leadMs: options.publishLeadS * 1000, rotationMs: options.rotationS * 1000, retainMs: options.tokenTtlS * 1000 + RETAIN_MARGIN_MS }
   }
+
+  /**
+   * Epoch ms on the vault's clock, carried forward from the last listing on
+   * a clock that never steps: the time tokens are issued and checked at.
+   */
+  readonly now = (): number => this.clock.at + performance.now() - this.clock.monotonic
 
   async init (): Promise<void> {
     if (this.options.signingKeyFile) {
@@ -59,7 +79,10 @@ export class KeyStore {
     await this.rotateIfDue()
   }
 
+  /** The key that signs now; a published key takes over once its lead has passed, read again or not. */
   get current (): SigningKey {
+    const due = signingKey(this.keys, this.now(), this.schedule.leadMs)
+    if (due !== undefined && due.kid !== this.signing?.kid) this.signing = { kid: due.kid, privateKey: createPrivateKey(due.private_pem) }
     if (!this.signing) throw new Error('KeyStore.init() was not awaited')
     return this.signing
   }
@@ -83,24 +106,25 @@ export class KeyStore {
   }
 
   /**
-   * Reads the vault, and adds the next epoch's key when there is none, the
-   * newest is older than the rotation age, or `force`. Of processes that do
-   * this at once, the vault keeps the first key of the epoch and all adopt it.
+   * Reads the vault, adds the next epoch's key when there is none, the
+   * newest is AUTH_KEY_ROTATION_S old, or `force`, and removes the expired
+   * ones. Of processes that add a key at once, the vault keeps the first of
+   * the epoch and all adopt it; all remove the same keys.
    */
   async rotateIfDue (force = false): Promise<void> {
     if (this.options.signingKeyFile) return
-    let keys = await this.vault.list()
-    const newest = keys.at(-1)
-    const now = this.now()
-    if (force || !newest || now - newest.created_at >= this.options.rotationS * 1000) {
+    let listing = await this.read()
+    if (force || rotationDue(listing.keys, listing.now, this.schedule)) {
       const { privateKey } = await generateRsa('rsa', { modulusLength: 2048 })
       const jwk = publicJwk(privateKey)
       const kid = await calculateJwkThumbprint(jwk)
-      const epoch = (newest?.epoch ?? 0) + 1
-      await this.vault.create({ kid, epoch, created_at: now, private_pem: privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(), public_jwk: { ...jwk, kid } })
-      keys = await this.vault.list()
+      const epoch = (listing.keys.at(-1)?.epoch ?? 0) + 1
+      await this.vault.create({ kid, epoch, created_at: listing.now, private_pem: privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(), public_jwk: { ...jwk, kid } })
+      listing = await this.read()
     }
-    this.adopt(await this.prune(keys))
+    const expired = expiredKeys(listing.keys, listing.now, this.schedule)
+    for (const key of expired) await this.vault.remove(key)
+    this.adopt(listing.keys.filter(k => !expired.includes(k)))
   }
 
   /**
@@ -112,26 +136,20 @@ export class KeyStore {
   private async refresh (): Promise<void> {
     if (this.refreshing === undefined && performance.now() - this.lastRefresh >= UNKNOWN_KID_REFRESH_MS) {
       this.lastRefresh = performance.now()
-      this.refreshing = this.vault.list().then(keys => this.adopt(keys)).finally(() => { this.refreshing = undefined })
+      this.refreshing = this.read().then(listing => this.adopt(listing.keys)).finally(() => { this.refreshing = undefined })
     }
     await this.refreshing?.catch(() => undefined)
   }
 
-  /** Removes the keys whose last token has expired; returns the rest. */
-  private async prune (keys: StoredKey[]): Promise<StoredKey[]> {
-    const cutoff = this.now() - this.options.tokenTtlS * 1000 - PUBLISH_MARGIN_MS
-    const kept: StoredKey[] = []
-    for (const [i, k] of keys.entries()) {
-      const successor = keys[i + 1]
-      if (successor !== undefined && successor.created_at < cutoff) await this.vault.remove(k)
-      else kept.push(k)
-    }
-    return kept
+  /** Lists the vault and sets the clock by its answer. */
+  private async read (): Promise<KeyListing> {
+    const listing = await this.vault.list()
+    this.clock = { at: listing.now, monotonic: performance.now() }
+    return listing
   }
 
-  private adopt (keys: StoredKey[]): void {
-    const newest = keys.at(-1)
-    if (newest && newest.kid !== this.signing?.kid) this.signing = { kid: newest.kid, privateKey: createPrivateKey(newest.private_pem) }
+  private adopt (keys: ListedKey[]): void {
+    this.keys = keys
     this.publish(keys)
   }
 

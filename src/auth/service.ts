@@ -38,7 +38,7 @@ export class AuthService {
   constructor (private readonly config: Config, stores: AuthStores, private readonly log: Logger) {
     this.clients = new ClientRegistry(stores.clients)
     this.credentials = new Credentials(this.clients, { threads: config.authHashThreads, queue: config.authHashQueue, cacheTtlMs: config.authSecretCacheS * 1000 })
-    this.keys = new KeyStore(stores.keys, { tokenTtlS: config.authTokenTtlS, rotationS: config.authKeyRotationS, signingKeyFile: config.authSigningKeyFile })
+    this.keys = new KeyStore(stores.keys, { tokenTtlS: config.authTokenTtlS, rotationS: config.authKeyRotationS, publishLeadS: config.authKeyPublishLeadS, signingKeyFile: config.authSigningKeyFile })
     this.throttle = new LoginThrottle({ perClient: config.authMaxFailures, perAddress: config.authAddressMaxFailures, windowMs: config.authFailureWindowS * 1000 })
     this.addressHeader = config.authClientAddressHeader?.toLowerCase()
     const external = config.idpIssuer && config.idpJwksUrl ? { issuer: config.idpIssuer, jwksUrl: config.idpJwksUrl } : undefined

@@ -3,7 +3,7 @@ import { SignJWT, createRemoteJWKSet, decodeJwt, type JWTPayload, type JWTVerify
 import { GatewayError, unauthorized } from '../errors.js'
 import { isStorageId, STORAGE_ID_RULE } from '../validation/index.js'
 import type { Client } from './clients.js'
-import { bearerToken, verifyJwt } from './jwt.js'
+import { bearerToken, TOKEN_LEEWAY_S, verifyJwt } from './jwt.js'
 import type { KeyStore } from './keys.js'
 import { tenantKey } from './tenant.js'
 
@@ -32,13 +32,15 @@ export interface TokenClaims extends JWTPayload {
 export async function issueToken (keys: KeyStore, client: Client, audience: string, issuer: string, ttlS: number): Promise<IssuedToken> {
   const { kid, privateKey } = keys.current
   const scope = client.scopes.join(' ')
+  // On the key store's clock, the cluster's (S3's), as the ingest check is: not this machine's.
+  const iat = Math.floor(keys.now() / 1000)
   const accessToken = await new SignJWT({ client_id: client.client_id, scope, tenant: client.tenant })
     .setProtectedHeader({ alg: 'RS256', kid, typ: 'JWT' })
     .setIssuer(issuer)
     .setSubject(client.client_id)
     .setAudience(audience)
-    .setIssuedAt()
-    .setExpirationTime(`${ttlS}s`)
+    .setIssuedAt(iat)
+    .setExpirationTime(iat + ttlS)
     .setJti(randomUUID())
     .sign(privateKey)
   return { access_token: accessToken, token_type: 'Bearer', expires_in: ttlS, scope }
@@ -51,6 +53,7 @@ export interface VerifierOptions {
   external?: { issuer: string, jwksUrl: string } | undefined
   /** Verified tokens remembered; each entry still expires with its token. */
   cacheSize?: number
+  /** The key store's clock (the cluster's) by default, the one tokens are issued on. */
   now?: () => number
 }
 
@@ -61,7 +64,8 @@ interface Verified { header: string, claims: TokenClaims, scopes: ReadonlySet<st
 
 /**
  * Checks bearer tokens on the ingest routes: signature, issuer, audience,
- * expiry, then the route's scope. Verified tokens are cached by their exact
+ * expiry (TOKEN_LEEWAY_S either way on exp, nbf and iat, as every token check
+ * here), then the route's scope. Verified tokens are cached by their exact
  * Authorization header until they expire, since a device sends the same
  * token thousands of times and RS256 verification would otherwise dominate a
  * small request. The cache is keyed by the header's last characters and the
@@ -83,7 +87,7 @@ export class TokenVerifier {
     this.ownKeys = keys.getKey
     this.externalKeys = options.external ? createRemoteJWKSet(new URL(options.external.jwksUrl), { cooldownDuration: 30_000 }) : undefined
     this.cacheSize = options.cacheSize ?? 10_000
-    this.now = options.now ?? Date.now
+    this.now = options.now ?? keys.now
   }
 
   /**
@@ -95,7 +99,7 @@ export class TokenVerifier {
     const key = authorization?.slice(-CACHE_KEY_CHARS)
     const entry = key === undefined ? undefined : this.cache.get(key)
     if (entry !== undefined && entry.header === authorization) {
-      if ((entry.claims.exp ?? 0) * 1000 > this.now()) return this.granted(entry, scope)
+      if (((entry.claims.exp ?? 0) + TOKEN_LEEWAY_S) * 1000 > this.now()) return this.granted(entry, scope)
       this.cache.delete(key!)
     }
     const token = bearerToken(authorization)
@@ -129,7 +133,7 @@ export class TokenVerifier {
       algorithms: ['RS256'],
       issuer: useExternal ? external.issuer : this.options.issuer,
       audience: this.options.audiences,
-      leewayS: 0,
+      leewayS: TOKEN_LEEWAY_S,
       now: this.now()
     })
     const clientId = typeof payload['client_id'] === 'string' ? payload['client_id'] : payload.sub

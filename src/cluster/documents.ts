@@ -112,41 +112,15 @@ export class SharedDocuments {
    * enter it; both have a resolution of one second.
    */
   async age (key: string): Promise<number | undefined> {
-    let date: string | undefined
     const command = new HeadObjectCommand({ Bucket: this.bucket, Key: SHARED_PREFIX + key })
-    command.middlewareStack.add(next => async args => {
-      const out = await next(args)
-      date = (out.response as { headers?: Record<string, string> }).headers?.['date']
-      return out
-    }, { step: 'deserialize', name: 'responseDate' })
+    const date = responseDate(command)
     try {
       const head = await this.call('HeadObject', s => this.client.send(command, { abortSignal: s }))
-      const now = date === undefined ? Date.now() : Date.parse(date)
-      return Math.max(0, now - head.LastModified!.getTime())
+      return Math.max(0, (date() ?? Date.now()) - head.LastModified!.getTime())
     } catch (err) {
       if (status(err) === 404) return undefined
       throw err
     }
-  }
-
-  /** Every document under `prefix`, in key order, each with its age in ms on the store's clock (the listing's Date). */
-  async listAged (prefix: string): Promise<Array<Listed & { age: number }>> {
-    let date: string | undefined
-    const out: Array<Listed & { age: number }> = []
-    let token: string | undefined
-    do {
-      const command = new ListObjectsV2Command({ Bucket: this.bucket, Prefix: SHARED_PREFIX + prefix, ContinuationToken: token })
-      command.middlewareStack.add(next => async args => {
-        const result = await next(args)
-        date = (result.response as { headers?: Record<string, string> }).headers?.['date']
-        return result
-      }, { step: 'deserialize', name: 'responseDate' })
-      const page = await this.call('ListObjectsV2', s => this.client.send(command, { abortSignal: s }))
-      const now = date === undefined ? Date.now() : Date.parse(date)
-      for (const o of page.Contents ?? []) out.push({ key: o.Key!.slice(SHARED_PREFIX.length), etag: o.ETag!, lastModified: o.LastModified!.getTime(), age: Math.max(0, now - o.LastModified!.getTime()) })
-      token = page.IsTruncated === true ? page.NextContinuationToken : undefined
-    } while (token !== undefined)
-    return out
   }
 
   /** Every document under `prefix`, in key order. */
@@ -159,6 +133,26 @@ export class SharedDocuments {
       token = page.IsTruncated === true ? page.NextContinuationToken : undefined
     } while (token !== undefined)
     return out
+  }
+
+  /**
+   * `list`, with the store's clock when it answered (the first page's `Date`,
+   * epoch ms, to the second): what the documents' `lastModified` compare
+   * with, so that no node's own clock enters a decision taken on their age.
+   */
+  async listAt (prefix: string): Promise<{ listed: Listed[], now: number }> {
+    const listed: Listed[] = []
+    let now: number | undefined
+    let token: string | undefined
+    do {
+      const command = new ListObjectsV2Command({ Bucket: this.bucket, Prefix: SHARED_PREFIX + prefix, ContinuationToken: token })
+      const date = responseDate(command)
+      const page = await this.call('ListObjectsV2', s => this.client.send(command, { abortSignal: s }))
+      now ??= date()
+      for (const o of page.Contents ?? []) listed.push({ key: o.Key!.slice(SHARED_PREFIX.length), etag: o.ETag!, lastModified: o.LastModified!.getTime() })
+      token = page.IsTruncated === true ? page.NextContinuationToken : undefined
+    } while (token !== undefined)
+    return { listed, now: now ?? Date.now() }
   }
 
   private async conditional (key: string, value: unknown, condition: { IfNoneMatch?: string, IfMatch?: string }): Promise<string | undefined> {
@@ -189,6 +183,23 @@ export class SharedDocuments {
       throw err
     }
   }
+}
+
+/**
+ * The `Date` of the answer to `command`, once it has been sent: the store's
+ * clock. Undefined when the store sent none (HTTP requires one of a server
+ * with a clock), and the caller falls back to its own.
+ */
+function responseDate (command: ListObjectsV2Command | HeadObjectCommand): () => number | undefined {
+  let date: string | undefined
+  // Both commands take the same middleware; TypeScript cannot call a union of their stacks.
+  const stack = (command as ListObjectsV2Command).middlewareStack
+  stack.add(next => async args => {
+    const out = await next(args)
+    date = (out.response as { headers?: Record<string, string> }).headers?.['date']
+    return out
+  }, { step: 'deserialize', name: 'responseDate' })
+  return () => date === undefined ? undefined : Date.parse(date)
 }
 
 function status (err: unknown): number | undefined {

@@ -151,6 +151,7 @@ function crossChecks (c: Config, env: NodeJS.ProcessEnv): string[] {
   if (c.harnessTenantAssertionSecret !== undefined && Buffer.byteLength(c.harnessTenantAssertionSecret) < HMAC_KEY_MIN_BYTES) {
     problems.push(`HARNESS_TENANT_ASSERTION_SECRET must be at least ${HMAC_KEY_MIN_BYTES} bytes`)
   }
+  if (c.authKeyPublishLeadS >= c.authKeyRotationS) problems.push(`AUTH_KEY_PUBLISH_LEAD_S (${c.authKeyPublishLeadS}) must be below AUTH_KEY_ROTATION_S (${c.authKeyRotationS}): a key is published that long before it signs, and signs until the next one does`)
   if (c.harnessUrl !== undefined) problems.push(...harnessUrlProblems(c.harnessUrl))
   if (c.bus === 'kafka' && (c.kafkaBrokers?.length ?? 0) === 0) problems.push('KAFKA_BROKERS is required when BUS=kafka')
   if (c.kafkaSaslMechanism && (!c.kafkaUsername || !c.kafkaPassword)) {

@@ -43,6 +43,7 @@ export const variables = [
   { name: 'AUTH_AUDIENCE', type: 'list', default: ['evidence-gateway'], description: 'audiences the ingest routes accept' },
   { name: 'AUTH_TOKEN_TTL_S', type: 'integer', default: 86400, minimum: 60, description: 'token validity' },
   { name: 'AUTH_KEY_ROTATION_S', type: 'integer', default: 2592000, minimum: 60, description: 'age at which the signing key is replaced' },
+  { name: 'AUTH_KEY_PUBLISH_LEAD_S', type: 'integer', default: 900, minimum: 0, description: 'how long a new signing key is in the JWKS before it signs: longer than any verifier caches the set (jose\'s remote set, as the harness gate uses: 10 minutes); below AUTH_KEY_ROTATION_S' },
   { name: 'AUTH_MAX_FAILURES', type: 'integer', default: 10, minimum: 1, description: 'failed logins of one client_id from one address before 429' },
   { name: 'AUTH_ADDRESS_MAX_FAILURES', type: 'integer', default: 100, minimum: 1, description: 'failed logins from one address, any client_id, before 429' },
   { name: 'AUTH_FAILURE_WINDOW_S', type: 'integer', default: 300, minimum: 1, description: 'window of the failed-login counts' },
@@ -92,6 +93,7 @@ export const variables = [
   { name: 'STORAGE_SLAB_WAIT_MS', type: 'integer', default: 30000, minimum: 1, description: 'longest wait of an upload for buffer memory before 503 `storage_busy`' },
   { name: 'S3_REQUEST_TIMEOUT_MS', type: 'integer', default: 15000, minimum: 1, description: 'deadline of each S3 request but parts (create, complete, abort, list, delete, probe), retries included; past it 503 `storage_unavailable`' },
   { name: 'S3_PART_TIMEOUT_MS', type: 'integer', default: 60000, minimum: 1, description: 'deadline of one part (or a small object\'s PutObject), retries included' },
+  { name: 'S3_ABORT_INCOMPLETE_UPLOADS_DAYS', type: 'integer', default: 1, minimum: 0, description: 'days after which the bucket\'s lifecycle aborts an incomplete multipart upload: a rule merged into the bucket\'s lifecycle at start, where the credentials allow (docs/storage.md); 0 leaves the lifecycle alone' },
   { name: 'S3_SWEEP_INTERVAL_MS', type: 'integer', default: 60000, minimum: 100, description: 'how often recorded multipart uploads that are not in flight are aborted (and the longest retry backoff)' },
 
   // Evidence

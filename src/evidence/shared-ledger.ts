@@ -277,7 +277,8 @@ export class SharedLedger implements EvidenceLedger {
 
   private async recoverOnce (): Promise<void> {
     const { documents, bus } = this.options
-    const markers = await documents.listAged(PENDING)
+    const { listed, now } = await documents.listAt(PENDING)
+    const markers = listed.map(m => ({ key: m.key, age: Math.max(0, now - m.lastModified) }))
     this.listed = { count: markers.length, oldest: markers.reduce((n, m) => Math.max(n, m.age), 0) }
     if (bus.unavailable() !== undefined) return
     const due = new Set(this.waiting.keys())

@@ -1,5 +1,6 @@
 export { soleOwner, type ByteSource, type MultipartStats, type ObjectStore, type ProcessOwner, type PutOptions, type StoredObject } from './types.js'
 export { createObjectStore } from './create.js'
+export { checkConditionalWrites, type ConditionalDocuments } from './conditional-writes.js'
 export { FsObjectStore } from './fs-store.js'
 export { S3ObjectStore } from './s3-store.js'
 export { SlabPool, SlabLease, defaultLimits, type SlabLimits } from './slabs.js'

@@ -9,14 +9,20 @@ export function storageMetrics (store: ObjectStore, registry: Registry): void {
   if (multipart === undefined) return
   new Gauge({ name: 'storage_multipart_uploads_in_flight', help: 'Multipart uploads being written', registers: [registry], collect () { this.set(multipart.inFlight) } })
   new Gauge({ name: 'storage_multipart_uploads_unresolved', help: 'Recorded multipart uploads not in flight whose abort has not succeeded yet (the sweep retries them)', registers: [registry], collect () { this.set(multipart.backlog) } })
+  counter(registry, 'storage_multipart_aborts_retried_total', 'Aborts of recorded multipart uploads tried again by the sweep (after a failed abort, or left by an earlier process)', () => multipart.abortsRetried)
+  counter(registry, 'storage_multipart_uploads_unidentified_total', 'Recorded multipart uploads whose create was never answered: one may exist whose id is unknown, left to the bucket\'s lifecycle rule', () => multipart.unidentified)
+}
+
+/** A counter that follows a running total kept by the store. */
+function counter (registry: Registry, name: string, help: string, total: () => number): void {
   let counted = 0
   new Counter({
-    name: 'storage_multipart_aborts_retried_total',
-    help: 'Aborts of recorded multipart uploads tried again by the sweep (after a failed abort, or left by an earlier process)',
+    name,
+    help,
     registers: [registry],
     collect () {
-      this.inc(multipart.abortsRetried - counted)
-      counted = multipart.abortsRetried
+      this.inc(total() - counted)
+      counted = total()
     }
   })
 }

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino'
 import type { S3Api } from './s3-api.js'
-import type { UploadJournal, UploadEntry } from './upload-journal.js'
+import type { UploadJournal } from './upload-journal.js'
 
 /** First retry of a failed abort; it doubles per failure, up to the sweep interval. */
 const FIRST_RETRY_MS = 1000
@@ -8,15 +8,19 @@ const FIRST_RETRY_MS = 1000
 /**
  * Aborts the recorded multipart uploads that are not in flight: at start
  * (what a crashed or killed process left), after a failed abort (retried
- * with backoff), and every `intervalMs`. For each entry it aborts the
- * recorded upload id and then every incomplete upload listed under the
- * entry's exact key, since a create whose answer was lost left an upload
- * whose id nobody knows. A key this process is writing again (a retry of the
- * same event) is left alone until that write is over.
+ * with backoff), and every `intervalMs`. Only by the recorded upload id:
+ * another upload of the same key (a sibling worker's or another node's,
+ * storing a retry of the same event) is live as far as this process can
+ * tell, and listing a key's uploads cannot tell them apart. An entry whose
+ * create was never answered has no id; its upload, if the store made one,
+ * is left to the bucket's lifecycle rule (`lifecycle.ts`) and the entry
+ * dropped.
  */
 export class MultipartSweeper {
   /** Aborts tried again by the sweep: after a failure, or for uploads an earlier process left. */
   abortsRetried = 0
+  /** Entries dropped without an upload id: creates whose answer never came. */
+  unidentified = 0
   private readonly failures = new Map<string, { count: number, dueAt: number }>()
   private readonly resolving = new Map<string, Promise<void>>()
   private timer: NodeJS.Timeout | undefined
@@ -64,12 +68,13 @@ export class MultipartSweeper {
       return
     }
     try {
-      if (await this.abortAll(entry)) {
-        this.failures.delete(id)
-        await this.journal.remove(id)
-      } else {
-        this.failures.set(id, { count: this.failures.get(id)?.count ?? 0, dueAt: performance.now() + this.intervalMs })
+      if (entry.upload_id !== undefined) await this.api.abortMultipart(entry.key, entry.upload_id)
+      else {
+        this.unidentified++
+        this.log?.warn({ bucket: entry.bucket, key: entry.key, started_at: entry.started_at }, 'a multipart upload whose create was never answered is left to the bucket\'s lifecycle rule')
       }
+      this.failures.delete(id)
+      await this.journal.remove(id)
     } catch (err) {
       const count = (this.failures.get(id)?.count ?? 0) + 1
       const delay = Math.min(FIRST_RETRY_MS * 2 ** (count - 1), this.intervalMs)
@@ -77,16 +82,6 @@ export class MultipartSweeper {
       this.schedule(delay)
       throw err
     }
-  }
-
-  /** False when the key is being written again by this process: try later. */
-  private async abortAll (entry: UploadEntry): Promise<boolean> {
-    if (entry.upload_id !== undefined) await this.api.abortMultipart(entry.key, entry.upload_id)
-    for (const uploadId of await this.api.listUploads(entry.key)) {
-      if (this.journal.keyInFlight(entry.bucket, entry.key)) return false
-      await this.api.abortMultipart(entry.key, uploadId)
-    }
-    return true
   }
 
   private async sweep (): Promise<void> {

@@ -1,12 +1,18 @@
 import {
   S3Client, HeadBucketCommand, CreateBucketCommand, DeleteObjectCommand, PutObjectCommand,
   CreateMultipartUploadCommand, UploadPartCommand, CompleteMultipartUploadCommand, AbortMultipartUploadCommand,
-  ListMultipartUploadsCommand, ListObjectsV2Command, type CompletedPart
+  ListObjectsV2Command, GetBucketLifecycleConfigurationCommand, PutBucketLifecycleConfigurationCommand,
+  type CompletedPart, type LifecycleRule, type TransitionDefaultMinimumObjectSize
 } from '@aws-sdk/client-s3'
 import { GatewayError } from '../errors.js'
 
 /** Seconds a client is told to wait after the object store failed it. */
 const RETRY_AFTER_S = '5'
+
+export interface Lifecycle {
+  rules: LifecycleRule[]
+  transitionDefaultMinimumObjectSize: TransitionDefaultMinimumObjectSize | undefined
+}
 
 export interface S3Timeouts {
   /** Every request but a part's, retries included. */
@@ -65,22 +71,29 @@ export class S3Api {
   }
 
   /**
-   * The ids of the incomplete multipart uploads of exactly `key`. A prefix
-   * is all MinIO can list by (it refuses a delimiter-less listing of a whole
-   * bucket's uploads), which is why the keys are recorded.
+   * The bucket's lifecycle configuration: its rules (none when it has no
+   * configuration) and the setting that goes with them, to be written back
+   * as it was.
    */
-  async listUploads (key: string): Promise<string[]> {
-    const ids: string[] = []
-    let keyMarker: string | undefined
-    let uploadIdMarker: string | undefined
-    do {
-      const page = await this.call('ListMultipartUploads', this.timeouts.requestMs, s =>
-        this.client.send(new ListMultipartUploadsCommand({ Bucket: this.bucket, Prefix: key, KeyMarker: keyMarker, UploadIdMarker: uploadIdMarker }), { abortSignal: s }))
-      for (const u of page.Uploads ?? []) if (u.Key === key && u.UploadId) ids.push(u.UploadId)
-      keyMarker = page.IsTruncated === true ? page.NextKeyMarker : undefined
-      uploadIdMarker = page.NextUploadIdMarker
-    } while (keyMarker !== undefined)
-    return ids
+  async lifecycle (): Promise<Lifecycle> {
+    try {
+      const out = await this.call('GetBucketLifecycleConfiguration', this.timeouts.requestMs, s =>
+        this.client.send(new GetBucketLifecycleConfigurationCommand({ Bucket: this.bucket }), { abortSignal: s }))
+      return { rules: out.Rules ?? [], transitionDefaultMinimumObjectSize: out.TransitionDefaultMinimumObjectSize }
+    } catch (err) {
+      if ((err as { name?: string }).name === 'NoSuchLifecycleConfiguration') return { rules: [], transitionDefaultMinimumObjectSize: undefined }
+      throw err
+    }
+  }
+
+  /** Replaces the bucket's lifecycle configuration: give it every rule to keep. */
+  async putLifecycle ({ rules, transitionDefaultMinimumObjectSize }: Lifecycle): Promise<void> {
+    await this.call('PutBucketLifecycleConfiguration', this.timeouts.requestMs, s =>
+      this.client.send(new PutBucketLifecycleConfigurationCommand({
+        Bucket: this.bucket,
+        LifecycleConfiguration: { Rules: rules },
+        ...(transitionDefaultMinimumObjectSize !== undefined ? { TransitionDefaultMinimumObjectSize: transitionDefaultMinimumObjectSize } : {})
+      }), { abortSignal: s }))
   }
 
   async putObject (key: string, bytes: Uint8Array, contentType: string, signal: AbortSignal): Promise<string> {

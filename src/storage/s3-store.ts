@@ -4,6 +4,7 @@ import type { Logger } from 'pino'
 import type { Config } from '../config/index.js'
 import { soleOwner, type ByteSource, type MultipartStats, type ObjectStore, type ProcessOwner, type PutOptions, type StoredObject } from './types.js'
 import type { SlabPool } from './slabs.js'
+import { withAbortRule } from './lifecycle.js'
 import { MultipartSweeper } from './multipart-sweeper.js'
 import { MultipartWriter } from './multipart-writer.js'
 import { S3Api, isMissingBucket } from './s3-api.js'
@@ -31,7 +32,7 @@ export class S3ObjectStore implements ObjectStore {
   private readonly journal: UploadJournal
   private readonly sweeper: MultipartSweeper
 
-  constructor (private readonly config: Config, readonly slabs: SlabPool, state: RootDatabase, owner: ProcessOwner = soleOwner(), log?: Logger) {
+  constructor (private readonly config: Config, readonly slabs: SlabPool, state: RootDatabase, owner: ProcessOwner = soleOwner(), private readonly log?: Logger) {
     this.bucket = config.s3Bucket
     this.client = new S3Client({
       region: config.s3Region,
@@ -55,11 +56,16 @@ export class S3ObjectStore implements ObjectStore {
     this.multipart = {
       get inFlight () { return journal.inFlightCount },
       get backlog () { return sweeper.backlog },
-      get abortsRetried () { return sweeper.abortsRetried }
+      get abortsRetried () { return sweeper.abortsRetried },
+      get unidentified () { return sweeper.unidentified }
     }
   }
 
-  /** Creates the bucket when missing, as a fresh MinIO has none; then sweeps what an earlier process left. */
+  /**
+   * Creates the bucket when missing, as a fresh MinIO has none; sets its
+   * lifecycle rule for incomplete uploads; then sweeps what an earlier
+   * process left.
+   */
   async start (): Promise<void> {
     try {
       await this.api.headBucket()
@@ -67,7 +73,25 @@ export class S3ObjectStore implements ObjectStore {
       if (!isMissingBucket(err)) throw err
       await this.api.createBucket()
     }
+    if (this.config.s3AbortIncompleteUploadsDays > 0) await this.setAbortRule(this.config.s3AbortIncompleteUploadsDays)
     this.sweeper.start()
+  }
+
+  /**
+   * Merges the rule aborting incomplete multipart uploads into the bucket's
+   * lifecycle: the backstop for uploads whose id nobody recorded. Where the
+   * credentials or the store refuse (403; MinIO answers 400 to the rule) the
+   * start goes on with a warning: the sweep does not need it.
+   */
+  private async setAbortRule (days: number): Promise<void> {
+    try {
+      const lifecycle = await this.api.lifecycle()
+      const rules = withAbortRule(lifecycle.rules, days)
+      if (rules !== undefined) await this.api.putLifecycle({ ...lifecycle, rules })
+      this.log?.info({ bucket: this.bucket, days, changed: rules !== undefined }, 'the bucket\'s lifecycle aborts incomplete multipart uploads')
+    } catch (err) {
+      this.log?.warn({ err, bucket: this.bucket, days }, 'could not set the bucket\'s lifecycle rule aborting incomplete multipart uploads; set one on the bucket (docs/storage.md)')
+    }
   }
 
   async stop (): Promise<void> {

@@ -60,6 +60,8 @@ export interface MultipartStats {
   readonly backlog: number
   /** Aborts tried again by the sweep. */
   readonly abortsRetried: number
+  /** Recorded uploads dropped by the sweep without an id to abort (their create was never answered). */
+  readonly unidentified: number
 }
 
 /** Where evidence objects live: a folder under DATA_DIR, or any S3 API. */

@@ -17,9 +17,10 @@ export interface UploadEntry {
  * The multipart uploads this gateway has started and not yet seen completed
  * or aborted, kept in the state environment (LMDB) so that a crash, an
  * outage of the object store or a failed abort cannot leave one behind
- * unnoticed. An entry is committed before CreateMultipartUpload is sent: a
- * create whose answer is lost (a timeout, a crash) has still left its key
- * here, and the key is what its upload can be listed by.
+ * unnoticed. An entry is committed before CreateMultipartUpload is sent and
+ * its upload id added once the create answers, before any part is sent: the
+ * sweep aborts by that id alone. A create whose answer is lost (a timeout, a
+ * crash) leaves an entry without one, which the sweep counts and drops.
  *
  * An entry is in flight while this process writes its object. The sweep
  * takes this process's entries that are not (a failed abort) and those of
@@ -30,7 +31,6 @@ export class UploadJournal {
   readonly incarnation: string
   private readonly db: Database<UploadEntry, string>
   private readonly inFlight = new Set<string>()
-  private readonly keysInFlight = new Map<string, number>()
 
   constructor (state: RootDatabase, private readonly owner: ProcessOwner) {
     this.incarnation = owner.id
@@ -41,30 +41,30 @@ export class UploadJournal {
   async begin (bucket: string, key: string): Promise<{ id: string, entry: UploadEntry }> {
     const id = randomUUID()
     const entry = { bucket, key, started_at: Date.now(), incarnation: this.incarnation }
-    this.hold(id, bucket, key)
+    this.inFlight.add(id)
     try {
       await this.db.put(id, entry)
     } catch (err) {
-      this.letGo(id, bucket, key)
+      this.inFlight.delete(id)
       throw err
     }
     return { id, entry }
   }
 
-  /** Adds the upload id once known. Not awaited: without it the sweep still finds the upload by its key. */
-  created (id: string, entry: UploadEntry, uploadId: string): void {
-    this.db.put(id, { ...entry, upload_id: uploadId }).catch(() => undefined)
+  /** Adds the upload id once known: the sweep aborts by id alone. Resolves once committed. */
+  async created (id: string, entry: UploadEntry, uploadId: string): Promise<void> {
+    await this.db.put(id, { ...entry, upload_id: uploadId })
   }
 
   /** The object is complete: nothing is left to abort. */
-  async completed (id: string, entry: UploadEntry): Promise<void> {
+  async completed (id: string): Promise<void> {
     await this.db.remove(id)
-    this.letGo(id, entry.bucket, entry.key)
+    this.inFlight.delete(id)
   }
 
   /** The object failed: its entry is no longer in flight and is the sweep's until removed. */
-  released (id: string, entry: UploadEntry): void {
-    this.letGo(id, entry.bucket, entry.key)
+  released (id: string): void {
+    this.inFlight.delete(id)
   }
 
   async remove (id: string): Promise<void> {
@@ -86,26 +86,9 @@ export class UploadJournal {
     return found
   }
 
-  /** Whether this process is writing an object under that key now (a retry of the same event): its upload is not to be touched. */
-  keyInFlight (bucket: string, key: string): boolean {
-    return this.keysInFlight.has(`${bucket}\u0000${key}`)
-  }
-
   get inFlightCount (): number {
     return this.inFlight.size
   }
 
-  private hold (id: string, bucket: string, key: string): void {
-    this.inFlight.add(id)
-    const k = `${bucket}\u0000${key}`
-    this.keysInFlight.set(k, (this.keysInFlight.get(k) ?? 0) + 1)
-  }
 
-  private letGo (id: string, bucket: string, key: string): void {
-    if (!this.inFlight.delete(id)) return
-    const k = `${bucket}\u0000${key}`
-    const n = this.keysInFlight.get(k)! - 1
-    if (n === 0) this.keysInFlight.delete(k)
-    else this.keysInFlight.set(k, n)
-  }
 }

@@ -1,6 +1,6 @@
 import t, { type Test } from 'tap'
 import { SignJWT, generateKeyPair } from 'jose'
-import { LmdbKeyVault, KeyStore, TokenVerifier } from '../../src/auth/index.js'
+import { LmdbKeyVault, KeyStore, TOKEN_LEEWAY_S, TokenVerifier } from '../../src/auth/index.js'
 import { openState } from '../../src/state/index.js'
 
 type SigningKey = Parameters<SignJWT['sign']>[0]
@@ -8,7 +8,7 @@ type SigningKey = Parameters<SignJWT['sign']>[0]
 async function setup (t: Test, clock = { now: Date.now() }) {
   const state = openState(t.testdir())
   t.teardown(() => state.close())
-  const keys = new KeyStore(new LmdbKeyVault(state), { tokenTtlS: 3600, rotationS: 86400 })
+  const keys = new KeyStore(new LmdbKeyVault(state), { tokenTtlS: 3600, rotationS: 86400, publishLeadS: 900 })
   await keys.init()
   const verifier = new TokenVerifier(keys, { issuer: 'https://gw/', audiences: ['evidence-gateway'], now: () => clock.now })
   const sign = (claims: Record<string, unknown>, opts: { iss?: string, aud?: string, exp?: number, key?: SigningKey, kid?: string } = {}) =>
@@ -43,7 +43,7 @@ t.test('401 for a missing, malformed, forged, foreign or expired token', async t
     [`Bearer ${await sign({}, { iss: 'https://elsewhere/' })}`, /^auth_failed:wrong_issuer$/],
     [`Bearer ${await sign({}, { aud: 'other-api' })}`, /^auth_failed:wrong_audience$/],
     [`Bearer ${await sign({}, { kid: 'unknown' })}`, /^auth_failed:invalid_signature$/],
-    [`Bearer ${await sign({}, { exp: Math.floor(Date.now() / 1000) - 10 })}`, /^auth_failed:expired$/]
+    [`Bearer ${await sign({}, { exp: Math.floor(Date.now() / 1000) - 40 })}`, /^auth_failed:expired$/]
   ]
   for (const [header, message] of cases) {
     await t.rejects(async () => verifier.verify(header, 'asset:track:write'), { code: 'unauthorized', status: 401, message }, String(header).slice(0, 40))
@@ -60,8 +60,31 @@ t.test('a cached token still expires', async t => {
   const { verifier, sign } = await setup(t, clock)
   const token = await sign({}, { exp: Math.floor(clock.now / 1000) + 60 })
   await verifier.verify(`Bearer ${token}`, 'asset:track:write')
-  clock.now += 61_000
+  clock.now += 89_000
+  t.notOk(verifier.verify(`Bearer ${token}`, 'asset:track:write') instanceof Promise, 'still answered from the cache within the leeway past exp')
+  clock.now += 2_000
   await t.rejects(async () => verifier.verify(`Bearer ${token}`, 'asset:track:write'), { code: 'unauthorized', status: 401 }, 'rejected once expired')
+})
+
+t.test('30 s of clock skew on exp, nbf and iat, as on every token check of the service', async t => {
+  const clock = { now: Date.now() }
+  const { verifier, sign } = await setup(t, clock)
+  const nowS = Math.floor(clock.now / 1000)
+  const check = async (claims: Record<string, unknown>, exp = nowS + 600): Promise<string> => {
+    try {
+      await verifier.verify(`Bearer ${await sign(claims, { exp })}`, 'asset:track:write')
+      return 'passed'
+    } catch (err) {
+      return (err as Error).message
+    }
+  }
+  t.equal(TOKEN_LEEWAY_S, 30)
+  t.equal(await check({ iat: nowS + 30 }), 'passed', 'issued 30 s ahead of this clock (another machine\'s)')
+  t.equal(await check({ iat: nowS + 32 }), 'auth_failed:malformed', 'issued further ahead')
+  t.equal(await check({ nbf: nowS + 30 }), 'passed', 'valid from 30 s ahead')
+  t.equal(await check({ nbf: nowS + 32 }), 'auth_failed:malformed', 'not valid yet')
+  t.equal(await check({}, nowS - 29), 'passed', 'expired 29 s ago on this clock')
+  t.equal(await check({}, nowS - 32), 'auth_failed:expired', 'expired past the leeway')
 })
 
 t.test('the cache tells apart headers that end alike, and a forged one evicts nothing', async t => {

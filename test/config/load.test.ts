@@ -63,6 +63,12 @@ t.test('harness auth enabled with incomplete settings fails, naming what is miss
   t.throws(() => loadConfig({ KAFKA_SASL_MECHANISM: 'plain' }), /KAFKA_USERNAME and KAFKA_PASSWORD/)
 })
 
+t.test('AUTH_KEY_PUBLISH_LEAD_S must be below AUTH_KEY_ROTATION_S: a key signs until the next one does', async t => {
+  t.equal(loadConfig({}).authKeyPublishLeadS, 900)
+  t.equal(loadConfig({ AUTH_KEY_ROTATION_S: '60', AUTH_KEY_PUBLISH_LEAD_S: '59' }).authKeyPublishLeadS, 59)
+  t.throws(() => loadConfig({ AUTH_KEY_ROTATION_S: '900' }), /AUTH_KEY_PUBLISH_LEAD_S \(900\) must be below AUTH_KEY_ROTATION_S \(900\)/)
+})
+
 t.test('AUTH_HASH_THREADS must leave libuv\'s thread pool a thread for lmdb and files', async t => {
   t.throws(() => loadConfig({ AUTH_HASH_THREADS: '4' }), /AUTH_HASH_THREADS \(4\) must be below libuv's thread pool \(UV_THREADPOOL_SIZE, 4\)/)
   t.equal(loadConfig({ AUTH_HASH_THREADS: '3' }).authHashThreads, 3)

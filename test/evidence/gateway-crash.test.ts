@@ -10,7 +10,7 @@ import { consumeSettled } from '../helpers/kafka.js'
 import { multipartBody, envelopePart, mediaPart, clip, baseEnvelope, postEvidence } from '../helpers/multipart.js'
 import { recordFigures } from '../helpers/figures.js'
 import { partialUpload } from '../helpers/uploads.js'
-import { objectKeys, openUploads, s3Client } from '../helpers/s3.js'
+import { objectKeys, openUploads, s3Client, uploadsWithParts } from '../helpers/s3.js'
 
 const MiB = 1024 * 1024
 const ACCEPTED = 10
@@ -70,7 +70,7 @@ t.test('the gateway killed -9 with uploads in flight and an outbox of accepted e
     sockets.push((await partialUpload(firstPort, token, body, body.length - 8 * MiB)).socket)
   }
   t.teardown(() => sockets.forEach(s => s.destroy()))
-  t.equal((await eventually(() => openUploads(s3, bucket), u => u.length === STALLED)).length, STALLED, 'the stalled uploads have their multipart uploads open')
+  t.equal((await eventually(() => uploadsWithParts(s3, bucket), u => u.length === STALLED)).length, STALLED, 'the stalled uploads have their multipart uploads open, with a part')
 
   // Uploads racing the kill, which comes as the first of them is answered: each may be accepted, cut, or not yet read.
   const racing = Array.from({ length: IN_FLIGHT }, (_, i) => `evt-racing-${i}`)

@@ -7,7 +7,7 @@ import { sharedInfra, type InfraEnv } from '../helpers/infra.js'
 import { eventually } from '../helpers/http.js'
 import { multipartBody, envelopePart, mediaPart, clip, baseEnvelope, postEvidence } from '../helpers/multipart.js'
 import { partialUpload, within } from '../helpers/uploads.js'
-import { objectKeys, openUploads, s3Client } from '../helpers/s3.js'
+import { objectKeys, openUploads, s3Client, uploadsWithParts } from '../helpers/s3.js'
 import { recordFigures } from '../helpers/figures.js'
 
 const MiB = 1024 * 1024
@@ -30,11 +30,11 @@ function gatewayOnS3 (t: any, infra: InfraEnv, env: Record<string, string> = {})
   return { dir, bucket, start, s3: s3Client(infra) }
 }
 
-/** 12 of a 20 MiB clip's bytes sent, the rest held back; resolves once its multipart upload is open. */
+/** 12 of a 20 MiB clip's bytes sent, the rest held back; resolves once its multipart upload is open and holds a part. */
 async function stalledUpload (port: number, token: string, eventId: string, s3: ReturnType<typeof s3Client>, bucket: string) {
   const body = multipartBody([envelopePart(baseEnvelope({ event_id: eventId })), mediaPart(clip(20 * MiB).data)])
   const upload = await partialUpload(port, token, body, body.length - 8 * MiB)
-  const open = await eventually(() => openUploads(s3, bucket), u => u.length === 1)
+  const open = await eventually(() => uploadsWithParts(s3, bucket), u => u.length === 1)
   if (open.length !== 1) throw new Error('no multipart upload was opened')
   return upload
 }

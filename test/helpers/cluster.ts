@@ -30,7 +30,12 @@ export interface TestCluster {
  * for the first signing key as a fleet deployed together would. With
  * `isolated`, each in a pid namespace of its own, as on machines of their own.
  */
-export async function startCluster (t: Tap, infra: InfraEnv, count: number, extra: Record<string, string> = {}, options: SpawnOptions = {}): Promise<TestCluster> {
+export interface ClusterOptions extends SpawnOptions {
+  /** Node i's own variables, over the shared ones (a clock set off: test/helpers/faketime.ts). */
+  nodeEnv?: ReadonlyArray<Record<string, string>>
+}
+
+export async function startCluster (t: Tap, infra: InfraEnv, count: number, extra: Record<string, string> = {}, options: ClusterOptions = {}): Promise<TestCluster> {
   const id = randomUUID()
   const bucket = `cluster-${id}`
   const topic = `evidence-${id}`
@@ -42,9 +47,9 @@ export async function startCluster (t: Tap, infra: InfraEnv, count: number, extr
     TOPIC_EVIDENCE: topic, TOPIC_TELEMETRY: `telemetry-${id}`, TOPIC_RUNS: `runs-${id}`,
     ...extra
   }
-  const nodes = await Promise.all(Array.from({ length: count }, async () => {
+  const nodes = await Promise.all(Array.from({ length: count }, async (_, i) => {
     const dataDir = mkdtempSync(join(tmpdir(), 'gw-node-'))
-    const child = spawnGateway(t, ['start'], { ...env, DATA_DIR: dataDir }, options)
+    const child = spawnGateway(t, ['start'], { ...env, ...options.nodeEnv?.[i], DATA_DIR: dataDir }, options)
     const listening = await child.waitFor('gateway listening') as { port: number, incarnation: string }
     return { child, url: `http://127.0.0.1:${listening.port}`, port: listening.port, incarnation: listening.incarnation, dataDir }
   }))

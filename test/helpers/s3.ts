@@ -1,4 +1,4 @@
-import { S3Client, GetObjectCommand, ListMultipartUploadsCommand, ListObjectsV2Command } from '@aws-sdk/client-s3'
+import { S3Client, GetObjectCommand, ListMultipartUploadsCommand, ListObjectsV2Command, ListPartsCommand } from '@aws-sdk/client-s3'
 import { createHash } from 'node:crypto'
 import type { InfraEnv } from './infra.js'
 
@@ -30,4 +30,21 @@ export async function gatewayKeys (s3: S3Client, bucket: string, prefix = ''): P
 export async function openUploads (s3: S3Client, bucket: string): Promise<string[]> {
   const res = await s3.send(new ListMultipartUploadsCommand({ Bucket: bucket }))
   return (res.Uploads ?? []).map(u => u.Key!)
+}
+
+/**
+ * The keys of the incomplete multipart uploads that hold a part. The gateway
+ * records an upload's id before it sends the first part, and its sweep
+ * aborts by that id alone: a process killed before that record leaves its
+ * upload to the bucket's lifecycle rule (docs/storage.md). A test that kills
+ * one mid-upload and expects the sweep to clean up waits for this.
+ */
+export async function uploadsWithParts (s3: S3Client, bucket: string): Promise<string[]> {
+  const res = await s3.send(new ListMultipartUploadsCommand({ Bucket: bucket }))
+  const keys: string[] = []
+  for (const u of res.Uploads ?? []) {
+    const { Parts } = await s3.send(new ListPartsCommand({ Bucket: bucket, Key: u.Key, UploadId: u.UploadId }))
+    if ((Parts ?? []).length > 0) keys.push(u.Key!)
+  }
+  return keys
 }

@@ -1,12 +1,14 @@
 import t from 'tap'
-import { CreateMultipartUploadCommand, ListMultipartUploadsCommand } from '@aws-sdk/client-s3'
+import { CreateBucketCommand, CreateMultipartUploadCommand, ListMultipartUploadsCommand } from '@aws-sdk/client-s3'
+import { spawn } from 'node:child_process'
 import { createHash, randomBytes, randomUUID } from 'node:crypto'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { createInterface } from 'node:readline'
 import { Readable } from 'node:stream'
 import { loadConfig } from '../../src/config/index.js'
-import { openState, type StateStore } from '../../src/state/index.js'
+import { Incarnation, openState, type StateStore } from '../../src/state/index.js'
 import { createObjectStore, soleOwner, type ObjectStore } from '../../src/storage/index.js'
 import { eventually } from '../helpers/http.js'
 import { sharedInfra } from '../helpers/infra.js'
@@ -92,7 +94,7 @@ t.test('an aborted upload leaves its record resolved: nothing in flight, nothing
   t.same([s.store.multipart!.inFlight, s.store.multipart!.backlog], [0, 0], 'a completed upload leaves no record')
 })
 
-t.test('at start, the sweep aborts the uploads an earlier process recorded, by id and by key when the id was never learnt', async t => {
+t.test('at start, the sweep aborts the uploads an earlier process recorded, by their id; one whose create was never answered is counted and left to the lifecycle rule', async t => {
   const infra = sharedInfra(t)
   if (!infra) return
   const bucket = `store-${randomUUID()}`
@@ -115,9 +117,86 @@ t.test('at start, the sweep aborts the uploads an earlier process recorded, by i
   await eventually(async () => second.store.multipart!.backlog, n => n === 0)
   t.equal(second.store.multipart!.backlog, 0, 'both records resolved')
   t.ok(second.store.multipart!.abortsRetried >= 2, 'counted as aborts retried')
-  for (const key of ['a/known.mp4', 'a/lost.mp4']) {
-    const { Uploads } = await second.s3.send(new ListMultipartUploadsCommand({ Bucket: bucket, Prefix: key }))
-    t.same(Uploads ?? [], [], `no upload left under ${key}`)
-  }
-  t.same(await openUploads(second.s3, bucket), ['a/not-ours.mp4'], 'an upload the gateway never recorded is not touched')
+  t.equal(second.store.multipart!.unidentified, 1, 'the one without an id counted as unidentified')
+  t.same(await uploadIds(second.s3, bucket, 'a/known.mp4'), [], 'the recorded upload id was aborted')
+  t.same((await openUploads(second.s3, bucket)).sort(), ['a/lost.mp4', 'a/not-ours.mp4'], 'an upload whose id was never learnt is not touched (the key alone does not say whose it is), nor one the gateway never recorded')
+})
+
+/**
+ * A worker beside the test on the same DATA_DIR (its own incarnation): it
+ * stores `key` from a body of which it sends the first 6 MiB (a part: the
+ * multipart upload is open), then the rest once told to on stdin, and
+ * prints the outcome.
+ */
+const SIBLING = `
+const [stateUrl, storageUrl, configUrl, dir, env, key] = process.argv.slice(1)
+const { createHash, randomBytes } = await import('node:crypto')
+const { createInterface } = await import('node:readline')
+const { Readable } = await import('node:stream')
+const { openState, Incarnation } = await import(stateUrl)
+const { createObjectStore } = await import(storageUrl)
+const { loadConfig } = await import(configUrl)
+const state = openState(dir)
+const me = await Incarnation.start(state)
+const store = createObjectStore(loadConfig(JSON.parse(env)), state, me)
+await store.start()
+const data = randomBytes(7 * 1024 * 1024)
+const body = new Readable({ read () {} })
+body.push(data.subarray(0, 6 * 1024 * 1024))
+const put = store.put(key, body, 'video/mp4', { signal: new AbortController().signal })
+createInterface({ input: process.stdin }).once('line', () => { body.push(data.subarray(6 * 1024 * 1024)); body.push(null) })
+console.log(JSON.stringify({ incarnation: me.id }))
+const outcome = await put.then(stored => ({ stored, sha256: createHash('sha256').update(data).digest('hex') }), err => ({ error: String(err) }))
+console.log(JSON.stringify(outcome))
+await store.stop()
+await me.stop()
+await state.close()
+`
+
+async function uploadIds (s3: ReturnType<typeof s3Client>, bucket: string, key: string): Promise<string[]> {
+  const { Uploads } = await s3.send(new ListMultipartUploadsCommand({ Bucket: bucket, Prefix: key }))
+  return (Uploads ?? []).filter(u => u.Key === key).map(u => u.UploadId!).sort()
+}
+
+t.test('a sweep at start beside a live upload of the same key on a sibling process aborts only the recorded upload, by its id', async t => {
+  const infra = sharedInfra(t)
+  if (!infra) return
+  const bucket = `store-${randomUUID()}`
+  const dir = t.testdir()
+  const env = { STORAGE: 's3', S3_ENDPOINT: infra.S3_ENDPOINT, S3_FORCE_PATH_STYLE: 'true', S3_BUCKET: bucket, S3_REGION: infra.AWS_REGION, S3_PART_SIZE: String(5 * MiB) }
+  const key = 'tenant/2026/11/28/evt-retried/0.mp4'
+  const s3 = s3Client(infra)
+  await s3.send(new CreateBucketCommand({ Bucket: bucket }))
+  const dead = await s3.send(new CreateMultipartUploadCommand({ Bucket: bucket, Key: key }))
+
+  const dist = (path: string): string => new URL(`../../dist/${path}`, import.meta.url).href
+  const sibling = spawn(process.execPath, ['--input-type=module', '-e', SIBLING, dist('state/index.js'), dist('storage/index.js'), dist('config/index.js'), dir, JSON.stringify(env), key], { stdio: ['pipe', 'pipe', 'inherit'] })
+  t.teardown(() => { if (sibling.exitCode === null) sibling.kill('SIGKILL') })
+  const lines = createInterface({ input: sibling.stdout! })[Symbol.asyncIterator]()
+  await lines.next()
+  const open = await eventually(() => uploadIds(s3, bucket, key), ids => ids.length === 2)
+  const live = open.find(id => id !== dead.UploadId)!
+  t.ok(live, 'the sibling\'s upload of the same key is open beside the dead one')
+  // An earlier attempt at the same event, by a process that has since died: the
+  // upload it created, and a create it never heard back from. (Recorded once
+  // the sibling has swept at its own start, which would take them.)
+  const state = openState(dir)
+  t.teardown(() => state.close())
+  const journal = state.openDB({ name: 'storage-multipart-uploads' })
+  await journal.put('dead-1', { bucket, key, upload_id: dead.UploadId, started_at: Date.now(), incarnation: 'dead' })
+  await journal.put('dead-2', { bucket, key, started_at: Date.now(), incarnation: 'dead' })
+
+  const me = await Incarnation.start(state)
+  t.teardown(() => me.stop())
+  const store = createObjectStore(loadConfig(env), state, me)
+  await store.start()
+  t.teardown(() => store.stop?.())
+  await eventually(async () => store.multipart!.backlog, n => n === 0)
+  t.same(await uploadIds(s3, bucket, key), [live], 'the sweep aborted the dead upload by its id, and nothing else under the key')
+
+  sibling.stdin!.write('finish\n')
+  const outcome = JSON.parse((await lines.next()).value as string) as { stored?: { uri: string }, sha256?: string, error?: string }
+  t.notOk(outcome.error, 'the sibling\'s upload completed')
+  t.equal(await sha256Of(s3, outcome.stored!.uri), outcome.sha256, 'whole')
+  t.same(await uploadIds(s3, bucket, key), [], 'and nothing is left open under the key')
 })
