@@ -9,7 +9,7 @@ interface Tap { teardown(fn: () => unknown): void }
 /** A bare HttpServer with the given routes on a free port. */
 export async function serve (t: Tap, routes: Route[], options: Partial<Omit<HttpServerOptions, 'name' | 'logger' | 'registry' | 'uws'>> = {}): Promise<{ server: HttpServer, url: string, port: number, registry: Registry }> {
   const registry = new Registry()
-  const server = new HttpServer({ name: 'test', logger: pino({ level: 'silent' }), registry, uws: loadUws(false), ...options })
+  const server = new HttpServer({ name: 'test', logger: pino({ level: 'silent' }), registry, uws: loadUws(false).uws, ...options })
   for (const r of routes) server.route(r)
   const port = await server.listen('127.0.0.1', 0)
   t.teardown(() => server.close())

@@ -70,7 +70,7 @@ t.test('typed errors map to status and body in one place; others are a bare 500'
 t.test('a 503 the gateway sheds load with is logged at warn; a failing dependency or a bug at error', async t => {
   const lines: Array<{ level: number, code?: string }> = []
   const logger = pino({ level: 'info' }, { write: (line: string) => { lines.push(JSON.parse(line)) } })
-  const server = new HttpServer({ name: 'test', logger, registry: new Registry(), uws: loadUws(false) })
+  const server = new HttpServer({ name: 'test', logger, registry: new Registry(), uws: loadUws(false).uws })
   const fail = (code: 'storage_busy' | 'overloaded' | 'bus_unavailable') => () => { throw new GatewayError(code, code) }
   server.route({ method: 'GET', path: '/busy', handler: fail('storage_busy') })
   server.route({ method: 'GET', path: '/overloaded', handler: fail('overloaded') })
