@@ -4,6 +4,7 @@ import { readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { spawnGateway } from '../helpers/child.js'
 import { sharedInfra } from '../helpers/infra.js'
+import { eventually } from '../helpers/settle.js'
 import { UWS_BUILDS, UwsUnavailableError, pickUws, type Runtime, type UwsBuild } from '../../src/http/index.js'
 
 const NO_NATIVE_UWS = fileURLToPath(new URL('../fixtures/no-native-uws.cjs', import.meta.url))
@@ -93,7 +94,9 @@ t.test('a start on the native build draws no process warning on Node 22 and late
   const { port, uws } = await gw.waitFor('gateway listening') as { port: number, uws: string }
   if (NODE_MAJOR >= 22) t.equal(uws, UWS_BUILDS[0]!.name, 'Node 22 and later run on the newer build')
   else t.ok(UWS_BUILDS.some(b => b.name === uws), `Node 20 runs on a native build (${uws})`)
-  t.equal((await fetch(`http://127.0.0.1:${port}/health/ready`)).status, 200, 'Kafka and S3 were used')
+  // Ready once the bus and the store have answered: a broker that has just started may take a moment.
+  await eventually(async () => (await fetch(`http://127.0.0.1:${port}/health/ready`)).status, status => status === 200)
+  t.pass('Kafka and S3 were used')
   gw.proc.kill('SIGTERM')
   t.equal(await gw.exit, 0)
   const warnings = gw.lines.filter(l => l['msg'] === 'process warning').map(l => (l['warning'] as { message: string }).message)
