@@ -7,9 +7,12 @@
 //   CPU_AB_BUS=kafka CPU_AB_KAFKA_BROKERS=127.0.0.1:9092 ...      # a broker already running
 //   CPU_AB_BUS=kafka node bench/cpu-ab.mjs go=go-peer gateway=.   # against the Go peer, per core
 //   CPU_AB_SCENARIO=runs node bench/cpu-ab.mjs writes=runs-uws gateway=.   # runs:start against the same LMDB writes
+//   CPU_AB_BUS=kafka node bench/cpu-ab.mjs go=go-peer node20=. node24=.:NODE=24   # one build on two runtimes
 //
 // A variant is `label=<repo dir>[:NAME=value,...]`: `node <dir>/bin/gateway.js
-// start` with those variables; `label=go-peer[:NAME=value,...]` is the Go
+// start` with those variables (NODE=24: under Node 24 in the Debian 13 root
+// of scripts/debian-root.sh, where uWS 20.57 loads, instead of this node;
+// the directory must then be the repository, /tmp or the cache); `label=go-peer[:NAME=value,...]` is the Go
 // peer of the telemetry scenario (Kafka only), and the table then gives each
 // gateway's CPU per request against it, per round and as the median of
 // those per-round ratios: the figure issue 15 asks to beat.
@@ -38,6 +41,7 @@ import { goPeer } from './lib/go-peer.mjs'
 import { sampleSystem, cpuSeconds } from './lib/sampler.mjs'
 import { median } from './lib/stats.mjs'
 import { REPO_DIR } from './lib/paths.mjs'
+import { nodeCommand, nodeVersion, prepareRuntime } from './lib/runtime.mjs'
 
 const num = (name, def) => (process.env[name] ? Number(process.env[name]) : def)
 const ROUNDS = num('CPU_AB_ROUNDS', 5)
@@ -62,8 +66,8 @@ if (REFERENCE === undefined) {
 const variants = process.argv.slice(2).map(arg => {
   const m = /^([^=]+)=([^:]+)(?::(.*))?$/.exec(arg)
   if (!m) throw new Error(`bad variant ${arg}: label=<repo dir>[:NAME=value,...]`)
-  const env = Object.fromEntries((m[3] ?? '').split(',').filter(Boolean).map(kv => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]))
-  return m[2] === REFERENCE ? { label: m[1], reference: true, env } : { label: m[1], dir: resolve(m[2]), env }
+  const { NODE: runtime = 'host', ...env } = Object.fromEntries((m[3] ?? '').split(',').filter(Boolean).map(kv => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]))
+  return m[2] === REFERENCE ? { label: m[1], reference: true, env } : { label: m[1], dir: resolve(m[2]), env, runtime }
 })
 if (variants.length === 0) {
   log(`usage: node bench/cpu-ab.mjs label=<repo dir>|${REFERENCE}[:NAME=value,...] ...`)
@@ -168,10 +172,13 @@ try {
     const portVar = runs ? 'HARNESS_PORT' : 'PORT'
     const logsListening = ['info', 'debug', 'trace'].includes(env.LOG_LEVEL)
     if (!logsListening) env[portVar] = String(20000 + Math.floor(Math.random() * 20000))
+    prepareRuntime(v.runtime, log)
+    v.node = nodeVersion(v.runtime)
+    const [cmd, args] = nodeCommand(v.runtime, [...(v.env.NODE_ARGS ?? '').split(' ').filter(Boolean), join(v.dir, 'bin', 'gateway.js'), 'start'])
     v.server = await startServer({
       label: v.label,
-      cmd: process.execPath,
-      args: [...(v.env.NODE_ARGS ?? '').split(' ').filter(Boolean), join(v.dir, 'bin', 'gateway.js'), 'start'],
+      cmd,
+      args,
       cwd: v.dir,
       cpu: SERVER_CPU,
       dir,
@@ -182,6 +189,7 @@ try {
     v.request = runs ? runsRequest() : telemetryRequest(await login(v.server.url))
     v.runs = []
   }
+  for (const v of variants.filter(v => v.node)) log(`${v.label}: Node ${v.node}`)
   log(`${variants.length} variants, ${SCENARIO}, bus ${BUS}, ${RATE > 0 ? `${RATE} req/s paced` : 'closed loop'}, ${CONNECTIONS} connections, ${ROUNDS} rounds of ${WARMUP}+${SECONDS} s`)
   for (let round = 1; round <= ROUNDS; round++) {
     for (const v of variants) {

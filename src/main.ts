@@ -27,7 +27,7 @@ export interface Gateway {
 export async function startGateway (config: Config, log: Logger): Promise<Gateway> {
   disablePretenuring()
   capYoungGeneration(config.heapSemiSpaceMb)
-  const uws = loadUws(config.uwsAllowFallback)
+  const { uws, build: uwsBuild } = loadUws(config.uwsAllowFallback)
   const roles = new Set(config.roles)
   const registry = new Registry()
   collectDefaultMetrics({ register: registry })
@@ -142,7 +142,7 @@ export async function startGateway (config: Config, log: Logger): Promise<Gatewa
 
   const port = main ? await main.listen(config.host, config.port) : undefined
   for (const then of afterListen) then()
-  log.info({ port, harnessPort, roles: [...roles], bus: bus.kind, storage: config.storage, cluster: isCluster(config), incarnation: incarnation.id }, 'gateway listening')
+  log.info({ port, harnessPort, roles: [...roles], uws: uwsBuild, bus: bus.kind, storage: config.storage, cluster: isCluster(config), incarnation: incarnation.id }, 'gateway listening')
 
   return {
     port,

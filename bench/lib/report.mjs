@@ -35,11 +35,12 @@ function sh (cmd, args) {
   try { return execFileSync(cmd, args, { cwd: REPO_DIR, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim() } catch { return undefined }
 }
 
+/** The uWS build this runtime loads (src/http/uws.ts), when dist/ is built. */
+const uws = await import('../../dist/http/uws.js').then(m => m.loadUws(true).build, () => undefined)
+
 let machineInfo
 export function machine () {
   if (machineInfo) return machineInfo
-  let uws
-  try { uws = JSON.parse(readFileSync(join(REPO_DIR, 'node_modules', 'uWebSockets.js', 'package.json'), 'utf8')).version } catch {}
   let governor
   try { governor = readFileSync('/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor', 'utf8').trim() } catch {}
   const commit = sh('git', ['rev-parse', 'HEAD'])

@@ -1,16 +1,16 @@
 // What every uWebSockets.js baseline does the same way: load the native
 // build the gateway uses (never its slow fallback), read a JSON body, listen
 // and say so, and stop on SIGTERM/SIGINT.
-import { createRequire } from 'node:module'
+import { loadUws as loadGatewayUws } from '../../dist/http/uws.js'
 
-/** The uWebSockets.js module; exits when the package fell back to its node:http emulation (only the native module has getParts). */
+/** The uWS build the gateway loads on this runtime (src/http/uws.ts); exits when no native build loads. */
 export function loadUws (name) {
-  const uWS = createRequire(import.meta.url)('uWebSockets.js')
-  if (typeof uWS.getParts !== 'function') {
-    process.stderr.write(`${name}: uWebSockets.js loaded its Node.js emulation, not the native binary; refusing to start\n`)
+  try {
+    return loadGatewayUws(false).uws
+  } catch (err) {
+    process.stderr.write(`${name}: ${err.message}\n`)
     process.exit(1)
   }
-  return uWS
 }
 
 /** Reads the whole body, then calls `done(parsed | undefined, aborted)`; nothing after an abort. */

@@ -2,7 +2,7 @@ export { HttpServer, type Route, type Handler, type HttpServerOptions } from './
 export { RequestContext, CLIENT_CLOSED, LATER, type Reply, type Headers } from './context.js'
 export { errorBody, type ErrorDialect } from './error-bodies.js'
 export { Router, type NotAllowed } from './router.js'
-export { loadUws, UwsFallbackError } from './uws.js'
+export { loadUws, pickUws, UWS_BUILDS, UwsUnavailableError, type LoadedUws, type UwsBuild, type Runtime } from './uws.js'
 export { statusLine } from './status.js'
 export { BodyBudget, bodyBudget } from './budget.js'
 export { proxy, upstreamOf, type Upstream, type ProxyRequest } from './proxy.js'

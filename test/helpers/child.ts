@@ -12,8 +12,8 @@ export const GATEWAY_BIN = fileURLToPath(new URL('../../bin/gateway.js', import.
  * 0.5 s of start-up, and the suite starts hundreds. `env` execs node, so the
  * child's pid, signals and exit code are node's own.
  */
-function gatewayCommand (args: string[], isolated = false): [string, string[]] {
-  const command: [string, string[]] = ['env', ['-u', 'NODE_OPTIONS', process.execPath, GATEWAY_BIN, ...args]]
+function gatewayCommand (args: string[], { isolated = false, nodeArgs = [] }: SpawnOptions = {}): [string, string[]] {
+  const command: [string, string[]] = ['env', ['-u', 'NODE_OPTIONS', process.execPath, ...nodeArgs, GATEWAY_BIN, ...args]]
   // Its own pid namespace, as on a machine of its own: it sees no other node's processes, nor they its.
   // --kill-child: the node dies with `unshare`, even when that is killed -9.
   return isolated ? ['unshare', ['--pid', '--fork', '--mount-proc', '--kill-child=SIGKILL', '--', command[0], ...command[1]]] : command
@@ -37,6 +37,8 @@ export interface Child {
 export interface SpawnOptions {
   /** In a pid namespace of its own (`unshare --pid --fork --mount-proc`), as a node on another machine. */
   isolated?: boolean
+  /** Node's own options, before the script (a `--require` preload). */
+  nodeArgs?: string[]
 }
 
 /** The pid, in this namespace, of the one child `unshare --fork` made: the gateway. */
@@ -51,7 +53,7 @@ async function childPid (pid: number): Promise<number> {
 
 /** Runs `gateway` from dist as a real process; killed at teardown if still alive. */
 export function spawnGateway (t: Tap, args: string[], env: Record<string, string>, options: SpawnOptions = {}): Child {
-  const proc = spawn(...gatewayCommand(args, options.isolated), { env: { PATH: process.env['PATH'] ?? '', PORT: '0', HARNESS_PORT: '0', ...env }, stdio: ['pipe', 'pipe', 'pipe'] })
+  const proc = spawn(...gatewayCommand(args, options), { env: { PATH: process.env['PATH'] ?? '', PORT: '0', HARNESS_PORT: '0', ...env }, stdio: ['pipe', 'pipe', 'pipe'] })
   const lines: Array<Record<string, unknown>> = []
   const texts: string[] = []
   const waiters: Array<{ msg: string, resolve: (l: Record<string, unknown>) => void }> = []

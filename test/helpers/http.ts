@@ -2,14 +2,21 @@ import './no-keepalive.js'
 import { connect, type Socket } from 'node:net'
 import pino from 'pino'
 import { Registry } from 'prom-client'
-import { HttpServer, loadUws, type HttpServerOptions, type Route } from '../../src/http/index.js'
+import { HttpServer, UWS_BUILDS, loadUws, type HttpServerOptions, type Route } from '../../src/http/index.js'
 
 interface Tap { teardown(fn: () => unknown): void }
+
+/**
+ * The uWS build this runtime loads: 20.57 (Node 22 and 24; Node 20 on glibc
+ * 2.38 or later) or 20.30 (Node 20 on older glibc). Where they differ at the
+ * edge (docs/http.md), a test says what each does.
+ */
+export const NEWER_UWS = loadUws(false).build === UWS_BUILDS[0]!.name
 
 /** A bare HttpServer with the given routes on a free port. */
 export async function serve (t: Tap, routes: Route[], options: Partial<Omit<HttpServerOptions, 'name' | 'logger' | 'registry' | 'uws'>> = {}): Promise<{ server: HttpServer, url: string, port: number, registry: Registry }> {
   const registry = new Registry()
-  const server = new HttpServer({ name: 'test', logger: pino({ level: 'silent' }), registry, uws: loadUws(false), ...options })
+  const server = new HttpServer({ name: 'test', logger: pino({ level: 'silent' }), registry, uws: loadUws(false).uws, ...options })
   for (const r of routes) server.route(r)
   const port = await server.listen('127.0.0.1', 0)
   t.teardown(() => server.close())
