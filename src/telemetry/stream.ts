@@ -90,7 +90,7 @@ export class TelemetryStream {
       idleTimeout: IDLE_TIMEOUT_S,
       sendPingsAutomatically: true,
       maxBackpressure: MAX_BACKPRESSURE,
-      closeOnBackpressureLimit: 1,
+      closeOnBackpressureLimit: true,
       upgrade: (res, req, context) => { this.upgrade(res, req, context) },
       open: ws => { this.open(ws) },
       message: (ws, message) => { this.message(ws.getUserData(), message) },
