@@ -1,6 +1,7 @@
 import type { Database } from 'lmdb'
 import type { Logger } from 'pino'
 import { transactionalLog, type Bus, type BusMessage, type TransactionalLog } from '../bus/index.js'
+import { peerSignal } from '../ops/index.js'
 import type { Owner, StateStore } from '../state/index.js'
 
 interface OutboxEntry extends BusMessage {
@@ -24,18 +25,11 @@ const IDLE_MS = 1000
 const MIN_BACKOFF_MS = 100
 const MAX_BACKOFF_MS = 30_000
 const RELAY_LEASE = 'relay'
-/** How often `published` looks for an entry another process's relay may have taken. */
-const PUBLISHED_POLL_MS = 100
-
-/**
- * Test-only: `GATEWAY_TEST_CRASH=outbox-after-publish` kills this process
- * with SIGKILL between publishing a step and deleting it, where a crash
- * would hurt most (test/evidence/outbox-crash.test.ts).
- */
-const CRASH_AT = process.env['GATEWAY_TEST_CRASH']
-function crashPoint (name: string): void {
-  if (CRASH_AT === name) process.kill(process.pid, 'SIGKILL')
-}
+/** How often `published` looks for an entry another process's relay may have taken, should a signal be missed. */
+const PUBLISHED_POLL_MS = 1000
+/** Between the workers sharing DATA_DIR: an entry was committed (wakes the relay), a relay step ended (wakes who waits). */
+const ENQUEUED = peerSignal('evidence-outbox:enqueued')
+const STEPPED = peerSignal('evidence-outbox:stepped')
 
 interface Step { topic: string, keys: Key[], messages: BusMessage[] }
 
@@ -71,6 +65,8 @@ export class Outbox {
     this.db = state.openDB<OutboxEntry, Key>({ name: 'evidence-outbox' })
     this.meta = state.openDB<string, string>({ name: 'evidence-outbox-meta' })
     this.log = transactionalLog(bus, state)
+    ENQUEUED.on(() => this.wake?.())
+    STEPPED.on(() => this.endStep(false))
   }
 
   /** Adds an entry; call inside a write transaction (it reads the last key to make the next). Its key, for `published`. */
@@ -119,9 +115,10 @@ export class Outbox {
     this.running ??= this.relay()
   }
 
-  /** Wakes the relay after a commit, so an event is published at once when the bus is up. */
+  /** Wakes the relay after a commit, here or in the worker that holds its lease, so an event is published at once when the bus is up. */
   notify (): void {
     this.wake?.()
+    ENQUEUED.send()
   }
 
   async stop (): Promise<void> {
@@ -138,7 +135,7 @@ export class Outbox {
         sent = this.log ? await this.stepInTransaction(this.log) : await this.stepThenDelete()
         this.backoff = MIN_BACKOFF_MS
         this.lastError = undefined
-        this.endStep()
+        this.endStep(sent > 0)
       } catch (err) {
         this.lastError = (err as Error).message
         this.failures++
@@ -160,11 +157,12 @@ export class Outbox {
     await this.state.transaction(() => {
       for (const step of this.nextSteps()) {
         log.appendInTransaction(step.topic, step.messages)
-        crashPoint('outbox-after-publish')
         for (const key of step.keys) this.db.remove(key)
         sent += step.keys.length
       }
     })
+    // Published and deleted in one commit: nothing to repeat after a crash.
+    if (sent > 0) this.logger.debug({ envelopes: sent }, 'outbox step published')
     return sent
   }
 
@@ -174,7 +172,8 @@ export class Outbox {
     let sent = 0
     for (const step of this.nextSteps()) {
       await this.bus.publish(step.topic, step.messages)
-      crashPoint('outbox-after-publish')
+      // Between the bus's acknowledgment and the delete a crash publishes the step again on restart (at least once).
+      this.logger.debug({ topic: step.topic, envelopes: step.keys.length }, 'outbox step published')
       await this.state.transaction(() => { for (const key of step.keys) this.db.remove(key) })
       sent += step.keys.length
     }
@@ -213,9 +212,11 @@ export class Outbox {
     return mine
   }
 
-  private endStep (): void {
+  /** Wakes who waits for a step (`published`); `tell`: and the other workers' waiters, for an entry of theirs this relay took. */
+  private endStep (tell = true): void {
     for (const done of this.stepped) done()
     this.stepped.clear()
+    if (tell) STEPPED.send()
   }
 
   private sleep (ms: number): Promise<void> {

@@ -9,11 +9,14 @@ export type ToSupervisor =
   /** A /metrics request arrived: answer with every worker's figures. */
   | { gateway: 'metrics', id: number }
   | { gateway: 'figures', id: number, figures: Figures }
+  /** Something the other workers should hear at once (`peerSignal`), relayed to each of them. */
+  | { gateway: 'signal', name: string }
 
 /** Supervisor → worker. */
 export type ToWorker =
   | { gateway: 'collect', id: number }
   | { gateway: 'metrics', id: number, text?: string, error?: string }
+  | { gateway: 'signal', name: string }
 
 /**
  * Series a sum across workers would make meaningless (a start time, a peak,

@@ -12,18 +12,26 @@ const PROBE_TIMEOUT_MS = 2000
 /**
  * Named readiness probes (lmdb, bus, storage, ...). A probe that throws or
  * hangs past the timeout marks its component not ready, with the reason.
+ * A component the port can serve without (`required: false`: the bus, whose
+ * outage the evidence ledger and the run outbox ride out) is reported but
+ * does not make the whole not ready; `check(also)` requires it too, for a
+ * load balancer pool that sends only what needs it (telemetry needs the bus).
  */
 export class Readiness {
-  private readonly probes = new Map<string, Probe>()
+  private readonly probes = new Map<string, { probe: Probe, required: boolean }>()
 
-  add (name: string, probe: Probe): void {
-    this.probes.set(name, probe)
+  add (name: string, probe: Probe, { required = true }: { required?: boolean } = {}): void {
+    this.probes.set(name, { probe, required })
   }
 
-  async check (): Promise<{ ready: boolean, components: Record<string, ComponentState> }> {
-    const entries = await Promise.all([...this.probes].map(async ([name, probe]) => [name, await runProbe(probe)] as const))
-    const components = Object.fromEntries(entries)
-    return { ready: entries.every(([, s]) => s.ready), components }
+  has (name: string): boolean {
+    return this.probes.has(name)
+  }
+
+  async check (also?: string): Promise<{ ready: boolean, components: Record<string, ComponentState> }> {
+    const entries = await Promise.all([...this.probes].map(async ([name, { probe, required }]) => [name, await runProbe(probe), required || name === also] as const))
+    const components = Object.fromEntries(entries.map(([name, state]) => [name, state]))
+    return { ready: entries.every(([, s, required]) => s.ready || !required), components }
   }
 }
 

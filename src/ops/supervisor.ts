@@ -90,6 +90,10 @@ export async function supervise (options: SupervisorOptions): Promise<number> {
           aggregate().then(text => send(worker, { gateway: 'metrics', id: message.id, text }), err => send(worker, { gateway: 'metrics', id: message.id, error: (err as Error).message }))
           return
         }
+        case 'signal': {
+          for (const other of slots) if (other.worker && other.worker !== worker) send(other.worker, message)
+          return
+        }
         case 'figures': {
           const collection = collections.get(message.id)
           if (!collection?.pending.delete(slot.index)) return

@@ -47,6 +47,20 @@ export function metricsSource (registry: Registry): MetricsSource {
   }
 }
 
+/**
+ * A signal between the workers sharing DATA_DIR, through the supervisor:
+ * `send` reaches every other worker's handlers of `name` (none outside a
+ * supervisor, where a process has no siblings to tell).
+ */
+export function peerSignal (name: string): { send(): void, on(handler: () => void): void } {
+  return {
+    send: () => { if (cluster.isWorker) toSupervisor({ gateway: 'signal', name }) },
+    on: handler => {
+      if (cluster.isWorker) process.on('message', (message: ToWorker) => { if (message?.gateway === 'signal' && message.name === name) handler() })
+    }
+  }
+}
+
 /** Tells the supervisor this worker listens. No-op outside a cluster. */
 export function reportListening (): void {
   toSupervisor({ gateway: 'listening' })

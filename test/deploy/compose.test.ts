@@ -133,7 +133,9 @@ t.test('container health is liveness; the load balancer routes on readiness', as
   for (const r of replicas) t.notOk(services[r].healthcheck, `${r} keeps the image's HEALTHCHECK`)
   t.match(readRepo('Dockerfile'), /HEALTHCHECK [^\n]*\\\n[^\n]*\/health'/, 'the image checks /health')
   const cfg = readRepo('deploy/haproxy.cfg')
-  t.equal((cfg.match(/option httpchk GET \/health\/ready/g) ?? []).length, 2)
+  t.equal((cfg.match(/option httpchk GET \/health\/ready\n/g) ?? []).length, 2, 'the gateway and harness pools: readiness without the bus')
+  t.match(cfg, /use_backend telemetry if \{ path_beg \/v1\/asset\/track \}/, 'telemetry has a pool of its own')
+  t.match(cfg, /backend telemetry\n(?:.*\n)*?\s+option httpchk GET \/health\/ready\/bus\n/, 'which needs the bus too')
 })
 
 t.test('HAProxy sends both ports to every replica over kept-alive connections, and shows its stats', async t => {
