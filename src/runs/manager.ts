@@ -46,15 +46,23 @@ interface ActiveRun {
   abandoned?: boolean
   /** Made when the mode first reads its signal: an echo run without a delay never does. */
   abort?: AbortController
+  /** The client address it counts against (`RunLimits.perAddress`). */
+  address?: string | undefined
+  /** Ends the run at `RunLimits.lifetimeMs`. */
+  deadline?: NodeJS.Timeout
   /** Made when someone first waits for the end (most runs are never waited for). */
   ended?: Promise<RunRecord>
   end?: (record: RunRecord) => void
 }
 
-/** Runs queued or running in this process: past either bound a start is refused with 503 (`runs_in_flight_limit`). */
+/** Runs queued or running in this process: past any bound a start is refused with 503 (`runs_in_flight_limit`). */
 export interface RunLimits {
   total: number
   perTenant: number
+  /** Per client address, for starts that name one (the open mode, where the tenant is only a header). */
+  perAddress?: number
+  /** Longest life of a run: past it the run fails with `run_timeout` (a run holds its place in the bounds while it lives). */
+  lifetimeMs?: number
 }
 
 const NO_LIMITS: RunLimits = { total: Infinity, perTenant: Infinity }
@@ -76,6 +84,8 @@ export interface StartRun {
   /** When it was accepted (ms), with `runId`. */
   createdAt?: number
   tenant: string
+  /** The client's address, where it bounds the runs one client holds (the open mode). */
+  address?: string
   mode: string
   message: string
   options: Record<string, unknown>
@@ -90,6 +100,7 @@ export class RunManager {
   private readonly active = new Map<string, ActiveRun>()
   /** Runs in `active` by tenant: a run can last hours (echo's 1000 steps a minute apart), so one tenant must not hold them all. */
   private readonly activeByTenant = new Map<string, number>()
+  private readonly activeByAddress = new Map<string, number>()
   private readonly actors = new ActorPool()
   private readonly events: EventLog
   private readonly commitBeforeExecute: boolean
@@ -131,10 +142,12 @@ export class RunManager {
   }
 
   /** Why a start would be refused now (the in-flight bounds), or undefined. */
-  refusal (tenant: string): GatewayError | undefined {
+  refusal (tenant: string, address?: string): GatewayError | undefined {
+    const { total, perTenant, perAddress = Infinity } = this.limits
     const mine = this.activeByTenant.get(tenant) ?? 0
-    if (this.active.size < this.limits.total && mine < this.limits.perTenant) return undefined
-    const which = mine >= this.limits.perTenant ? `${this.limits.perTenant} for this tenant` : `${this.limits.total} in this process`
+    const theirs = address === undefined ? 0 : this.activeByAddress.get(address) ?? 0
+    if (this.active.size < total && mine < perTenant && theirs < perAddress) return undefined
+    const which = mine >= perTenant ? `${perTenant} for this tenant` : theirs >= perAddress ? `${perAddress} for this client address` : `${total} in this process`
     return new GatewayError('overloaded', 'runs_in_flight_limit', { headers: { 'retry-after': '1' }, details: { detail: `at most ${which} queued or running` } })
   }
 
@@ -145,13 +158,13 @@ export class RunManager {
    * error code.
    */
   accept (input: StartRun): Promise<RunRecord> {
-    const refused = this.hasMode(input.mode) ? this.refusal(input.tenant)?.message : 'unknown_mode'
+    const refused = this.hasMode(input.mode) ? this.refusal(input.tenant, input.address)?.message : 'unknown_mode'
     return this.create(input, refused)
   }
 
   /** Creates the run (stored as queued before this resolves) and starts it on the next turn. */
   async start (input: StartRun): Promise<RunRecord> {
-    const refused = this.refusal(input.tenant)
+    const refused = this.refusal(input.tenant, input.address)
     if (refused) throw refused
     return this.create(input, undefined)
   }
@@ -178,8 +191,11 @@ export class RunManager {
     }
     const actor = this.actors.take()
     const owner = eventOwner(record.run_id, record.tenant_id)
-    const run: ActiveRun = { record, owner, head: recordHead(owner, record), actor, chain: Promise.resolve(), pending: 0, stopped: false }
+    const run: ActiveRun = { record, owner, head: recordHead(owner, record), actor, chain: Promise.resolve(), pending: 0, stopped: false, address: input.address }
     this.active.set(record.run_id, run)
+    if (input.address !== undefined) this.activeByAddress.set(input.address, (this.activeByAddress.get(input.address) ?? 0) + 1)
+    const lifetime = this.limits.lifetimeMs
+    if (lifetime !== undefined && lifetime < Infinity) run.deadline = setTimeout(() => this.expire(run, lifetime), lifetime).unref()
     this.sink.track(record.run_id, record.tenant_id, now)
     this.commit(run, record, lifecycleEvent(run, record, createdAt))
     if (refused !== undefined) this.transition(run, { type: 'FAIL' }, { error: { code: refused, message: `the run was not started: ${refused}` }, ended_at: isoNow() })
@@ -339,9 +355,20 @@ export class RunManager {
     this.release(run)
   }
 
+  /** A run that outlived `RunLimits.lifetimeMs` fails, and its mode is told to stop. */
+  private expire (run: ActiveRun, lifetime: number): void {
+    if (this.transition(run, { type: 'FAIL' }, { error: { code: 'run_timeout', message: `the run lasted longer than ${Math.round(lifetime / 1000)} s` }, ended_at: isoNow() })) stop(run)
+  }
+
   /** The run leaves this process's books, and whoever waits for its end gets its record. */
   private release (run: ActiveRun): void {
     const record = run.record
+    clearTimeout(run.deadline)
+    if (run.address !== undefined) {
+      const left = (this.activeByAddress.get(run.address) ?? 1) - 1
+      if (left > 0) this.activeByAddress.set(run.address, left)
+      else this.activeByAddress.delete(run.address)
+    }
     this.active.delete(record.run_id)
     const left = (this.activeByTenant.get(record.tenant_id) ?? 1) - 1
     if (left > 0) this.activeByTenant.set(record.tenant_id, left)

@@ -18,6 +18,7 @@ import { builtInModes, DEFAULT_MODE } from './modes/index.js'
 import { parseLastEventId, parseRunRequest, requireJsonBody, type RunRequest } from './request.js'
 import { SingleNodeRuns } from './single.js'
 import { SseStream } from './sse.js'
+import { StreamBudget } from './stream-budget.js'
 import { RunStore } from './store.js'
 import { isTerminal, type RunRecord } from './types.js'
 import { RunFeed } from './watch.js'
@@ -54,10 +55,12 @@ export class HarnessService {
   private readonly index: RunIndex
   private readonly feed = new RunFeed()
   private readonly gate: HarnessGate
+  private readonly streams: StreamBudget
   private readonly single: SingleNodeRuns | undefined
   private readonly cluster: RunsCluster | undefined
   private readonly requests: ClusterRequests | undefined
   private keysLoaded: boolean
+  private readonly openMode: boolean
   private timers: NodeJS.Timeout[] = []
   private readonly log: Logger
 
@@ -66,10 +69,13 @@ export class HarnessService {
     this.log = log.child({ component: 'harness' })
     this.gate = new HarnessGate({ enabled: config.svcHarnessAuthEnabled, issuer: config.idpIssuer, jwksUrl: config.idpJwksUrl, audience: config.idpRs256Audience, tenantAssertionSecret: config.harnessTenantAssertionSecret })
     this.keysLoaded = !config.svcHarnessAuthEnabled
+    this.streams = new StreamBudget(config.harnessMaxStreams, config.harnessMaxStreamsPerTenant)
     this.index = new RunIndex(state)
     const modes = builtInModes({ url: config.harnessLlmUrl, model: config.harnessLlmModel, apiKey: config.harnessLlmApiKey })
-    const limits = { total: config.harnessMaxRunsInFlight, perTenant: config.harnessMaxRunsInFlightPerTenant }
+    const limits = { total: config.harnessMaxRunsInFlight, perTenant: config.harnessMaxRunsInFlightPerTenant, perAddress: config.harnessMaxRunsInFlightPerAddress, lifetimeMs: config.harnessMaxRunS * 1000 }
     const runsLog = log.child({ component: 'runs' })
+    // Without the gate or the front door's assertion the tenant is a header anyone may set: a client address bounds what one client holds.
+    this.openMode = !config.svcHarnessAuthEnabled && config.harnessTenantAssertionSecret === undefined
     if (cluster) {
       let manager: RunManager | undefined
       this.store = new RunStore(state, { partitionOf: runId => this.cluster!.partitionOf(runId) })
@@ -88,7 +94,7 @@ export class HarnessService {
       // Nothing to relay: the runs topic is where events are committed. The watch reads every partition's transitions from it.
       manager = new RunManager(this.store, this.hub, modes, { track () {}, add () {} }, runsLog, limits, { log: this.cluster.events, commitBeforeExecute: true })
       this.manager = manager
-      this.requests = new ClusterRequests({ cluster: this.cluster, manager, store: this.store, hub: this.hub, gate: this.gate, config, serve: (ctx, record) => this.serveRecord(ctx, record) })
+      this.requests = new ClusterRequests({ cluster: this.cluster, manager, store: this.store, hub: this.hub, gate: this.gate, config, streams: this.streams, serve: (ctx, record) => this.serveRecord(ctx, record) })
     } else {
       this.store = new RunStore(state)
       this.single = new SingleNodeRuns({ config, state, bus, store: this.store, hub: this.hub, feed: this.feed, self, log })
@@ -190,6 +196,11 @@ export class HarnessService {
     if (removed > 0) this.log.info({ removed }, 'terminal runs past retention removed')
   }
 
+  /** In the open mode, the client address a start counts against (`HARNESS_MAX_RUNS_IN_FLIGHT_PER_ADDRESS`). */
+  private client (ctx: RequestContext): { address?: string } {
+    return this.openMode ? { address: ctx.remoteAddress } : {}
+  }
+
   /** The run request of the body; a bad request throws before anything starts. */
   private request (ctx: RequestContext): RunRequest {
     requireJsonBody(ctx.headers['content-type'])
@@ -198,15 +209,15 @@ export class HarnessService {
 
   private async runSync (ctx: RequestContext, tenant: string): Promise<Reply | undefined> {
     const request = this.request(ctx)
-    if (this.requests) return this.requests.runSync(ctx, tenant, request)
-    const started = await this.manager.start({ tenant, ...request })
+    if (this.requests) return this.requests.runSync(ctx, tenant, request, this.client(ctx).address)
+    const started = await this.manager.start({ tenant, ...this.client(ctx), ...request })
     const record = (await this.manager.waitForEnd(started.run_id, this.config.harnessSyncTimeoutMs))!
     return this.withEvents(isTerminal(record.status) ? 200 : 202, record)
   }
 
   private async runAsync (ctx: RequestContext, tenant: string): Promise<Reply> {
     const request = this.request(ctx)
-    const record = this.requests ? await this.requests.start(tenant, request) : await this.manager.start({ tenant, ...request })
+    const record = this.requests ? await this.requests.start(tenant, request, this.client(ctx).address) : await this.manager.start({ tenant, ...this.client(ctx), ...request })
     return accepted(record)
   }
 
@@ -235,12 +246,15 @@ export class HarnessService {
   /** `GET /runs:watch`: the tenant's run transitions as server-sent events (`watch.ts`); in a cluster, every node's. */
   private async watch (ctx: RequestContext): Promise<undefined> {
     const tenant = await this.gate.tenant(ctx.headers)
-    const release = await this.cluster?.tail.acquire().catch(err => { throw new GatewayError('overloaded', 'runs_unavailable', { headers: { 'retry-after': '1' }, cause: err }) })
-    if (release) ctx.onAbort(release)
+    const place = this.streams.take(tenant)
+    let tail: (() => void) | undefined
+    const done = (): void => { place(); tail?.() }
     try {
-      await this.feed.watch(ctx, tenant, ctx.headers['last-event-id'], this.config.harnessSseBuffer, this.config.harnessHeartbeatMs)
+      tail = await this.cluster?.tail.acquire().catch(err => { throw new GatewayError('overloaded', 'runs_unavailable', { headers: { 'retry-after': '1' }, cause: err }) })
+      ctx.onAbort(done)
+      await this.feed.watch(ctx, tenant, ctx.headers['last-event-id'], this.config.harnessSseBuffer, this.config.harnessHeartbeatMs, done)
     } catch (err) {
-      release?.()
+      done()
       throw err
     }
     return undefined
@@ -281,7 +295,9 @@ export class HarnessService {
   private serveRecord (ctx: RequestContext, record: RunRecord): undefined {
     const after = parseLastEventId(ctx.headers['last-event-id'])
     if (!ctx.live) return undefined
+    const place = this.streams.take(record.tenant_id)
     const sse = new SseStream(ctx, record.run_id, this.config.harnessSseBuffer, this.config.harnessHeartbeatMs, after)
+    sse.onClose(place)
     this.single?.follow(record.run_id)
     const isActive = (id: string): boolean => this.manager.isActive(id) || (this.single?.isActive(id) ?? false)
     followRun(sse, record.run_id, after, { store: this.store, hub: this.hub, isActive }).catch(err => {

@@ -246,3 +246,29 @@ t.test('a run accepted elsewhere past the bounds, or for a mode this process lac
   t.same([...store.eventsAfter(runId(3))].map(e => e.type), ['run.queued', 'run.failed'])
   await manager.cancel(runId(1))
 })
+
+t.test('per client address: past its bound a start is refused with the bound named; another address and the end of a run make room', async t => {
+  const state = openState(t.testdir())
+  t.teardown(() => state.close())
+  const manager = new RunManager(new RunStore(state), new RunHub(), new Map([['echo', echo]]), { track () {}, add () {} }, pino({ level: 'silent' }), { total: 100, perTenant: 100, perAddress: 2 })
+  const long = { mode: 'echo', message: 'm', options: { steps: 100, delay_ms: 50 }, conversationId: null }
+  const mine = await Promise.all(['a', 'b'].map(tenant => manager.start({ tenant, address: '192.0.2.1', ...long })))
+  await t.rejects(manager.start({ tenant: 'c', address: '192.0.2.1', ...long }), { code: 'overloaded', message: 'runs_in_flight_limit', details: { detail: 'at most 2 for this client address queued or running' } }, 'a third tenant named by the same client does not help it')
+  const theirs = await manager.start({ tenant: 'c', address: '192.0.2.2', ...long })
+  await manager.cancel(mine[0]!.run_id)
+  const again = await manager.start({ tenant: 'c', address: '192.0.2.1', ...long })
+  for (const run of [mine[1]!, theirs, again]) await manager.cancel(run.run_id)
+  t.equal(manager.inFlight, 0)
+})
+
+t.test('a run that outlives its lifetime fails with run_timeout and leaves the bounds', async t => {
+  const state = openState(t.testdir())
+  t.teardown(() => state.close())
+  const manager = new RunManager(new RunStore(state), new RunHub(), new Map([['echo', echo]]), { track () {}, add () {} }, pino({ level: 'silent' }), { total: 1, perTenant: 1, lifetimeMs: 100 })
+  const run = await manager.start({ tenant: 'acme', mode: 'echo', message: 'm', options: { steps: 1000, delay_ms: 60_000 }, conversationId: null })
+  const ended = await manager.waitForEnd(run.run_id, 10_000)
+  t.match(ended, { status: 'failed', error: { code: 'run_timeout' } })
+  t.equal(manager.inFlight, 0)
+  const next = await manager.start({ tenant: 'acme', mode: 'echo', message: 'm', options: {}, conversationId: null })
+  t.match(await manager.waitForEnd(next.run_id, 10_000), { status: 'succeeded' }, 'its place was free again')
+})

@@ -15,6 +15,8 @@ export interface StartCommand {
   conversation_id: string | null
   /** When it was accepted (ms since the epoch): the run's `created_at`, and the time in its id. */
   created_at: number
+  /** The accepting client's address, in the open mode (`HARNESS_MAX_RUNS_IN_FLIGHT_PER_ADDRESS`). */
+  address?: string
 }
 
 /** A cancel asked through some node; the owner applies it only to a run of the same tenant. */
@@ -54,5 +56,6 @@ export function decodeCommand (text: string, schema: string | undefined): RunCom
   if (typeof options !== 'object' || options === null || Array.isArray(options)) return undefined
   if (conversationId !== null && typeof conversationId !== 'string') return undefined
   if (typeof createdAt !== 'number' || !Number.isSafeInteger(createdAt) || createdAt < 0) return undefined
-  return { type: 'start', run_id: runId, tenant_id: tenant, mode, message, options: options as Record<string, unknown>, conversation_id: conversationId, created_at: createdAt }
+  const address = typeof c['address'] === 'string' && c['address'].length <= 64 ? { address: c['address'] } : {}
+  return { type: 'start', run_id: runId, tenant_id: tenant, mode, message, options: options as Record<string, unknown>, conversation_id: conversationId, created_at: createdAt, ...address }
 }

@@ -158,7 +158,7 @@ export class PartitionOwner {
         continue
       }
       if (manager.get(command.run_id) !== undefined) continue
-      manager.accept({ runId: command.run_id, createdAt: command.created_at, tenant: command.tenant_id, mode: command.mode, message: command.message, options: command.options, conversationId: command.conversation_id })
+      manager.accept({ runId: command.run_id, createdAt: command.created_at, tenant: command.tenant_id, mode: command.mode, message: command.message, options: command.options, conversationId: command.conversation_id, ...(command.address === undefined ? {} : { address: command.address }) })
         .catch(err => this.log.warn({ err, runId: command.run_id }, 'run not started'))
     }
     this.writer.consumed(fetched.nextOffset)

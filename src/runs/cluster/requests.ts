@@ -10,6 +10,7 @@ import type { RunManager } from '../manager.js'
 import type { RunRequest } from '../request.js'
 import type { RunStore } from '../store.js'
 import { isTerminal, type RunRecord } from '../types.js'
+import type { StreamBudget } from '../stream-budget.js'
 import type { RunsCluster } from './cluster.js'
 import { mergePages, type OwnerPage } from './merge.js'
 import type { PartitionOwner } from './partition.js'
@@ -29,6 +30,8 @@ export interface RequestParts {
   config: Config
   /** Streams a run this process serves. */
   serve: (ctx: RequestContext, record: RunRecord) => undefined
+  /** Streams forwarded to an owner hold a place here too (a socket each way). */
+  streams: StreamBudget
 }
 
 /**
@@ -42,16 +45,16 @@ export class ClusterRequests {
   constructor (private readonly parts: RequestParts) {}
 
   /** Accepted once the start command is in Kafka (acks = all): it runs even if this process dies now. */
-  async start (tenant: string, request: RunRequest): Promise<Pick<RunRecord, 'run_id' | 'status'>> {
+  async start (tenant: string, request: RunRequest, address?: string): Promise<Pick<RunRecord, 'run_id' | 'status'>> {
     const now = Date.now()
     const runId = `run-${uuidv7(now)}`
-    await this.parts.cluster.submit({ type: 'start', run_id: runId, tenant_id: tenant, mode: request.mode, message: request.message, options: request.options, conversation_id: request.conversationId, created_at: now })
+    await this.parts.cluster.submit({ type: 'start', run_id: runId, tenant_id: tenant, mode: request.mode, message: request.message, options: request.options, conversation_id: request.conversationId, created_at: now, ...(address === undefined ? {} : { address }) })
     return { run_id: runId, status: 'queued' }
   }
 
   /** `POST /runs`: the start, then the owner's answer once the run ended (200) or the wait is over (202). */
-  async runSync (ctx: RequestContext, tenant: string, request: RunRequest): Promise<Reply | undefined> {
-    const accepted = await this.start(tenant, request)
+  async runSync (ctx: RequestContext, tenant: string, request: RunRequest, address?: string): Promise<Reply | undefined> {
+    const accepted = await this.start(tenant, request, address)
     const wait = this.parts.config.harnessSyncTimeoutMs
     const route = await this.parts.cluster.route(accepted.run_id)
     if (route.kind === 'here') return this.withEvents(await this.awaitEnd(route.owner, accepted.run_id, tenant, wait))
@@ -69,7 +72,7 @@ export class ClusterRequests {
   }
 
   async stream (ctx: RequestContext, peer: boolean): Promise<undefined> {
-    return this.atOwner(ctx, peer, async (owner, id, tenant) => this.parts.serve(ctx, await this.found(owner, id, tenant)))
+    return this.atOwner(ctx, peer, async (owner, id, tenant) => this.parts.serve(ctx, await this.found(owner, id, tenant)), true)
   }
 
   /**
@@ -122,12 +125,15 @@ export class ClusterRequests {
   }
 
   /** Serves a request for one run where its partition's owner is. */
-  private async atOwner<T> (ctx: RequestContext, peer: boolean, here: (owner: PartitionOwner, id: string, tenant: string) => Promise<T>): Promise<T | undefined> {
+  private async atOwner<T> (ctx: RequestContext, peer: boolean, here: (owner: PartitionOwner, id: string, tenant: string) => Promise<T>, stream = false): Promise<T | undefined> {
     const tenant = await this.parts.gate.tenant(ctx.headers)
     const id = this.runId(ctx)
     const route = await this.parts.cluster.route(id)
     if (route.kind === 'here') return here(route.owner, id, tenant)
-    if (route.kind === 'there' && !peer) return forward(ctx, route.url, this.parts.cluster.peerAgent, { path: `${ctx.path}${ctx.query === '' ? '' : `?${ctx.query}`}`, headers: passedHeaders(ctx) })
+    if (route.kind === 'there' && !peer) {
+      const place = stream ? this.parts.streams.take(tenant) : () => {}
+      return forward(ctx, route.url, this.parts.cluster.peerAgent, { path: `${ctx.path}${ctx.query === '' ? '' : `?${ctx.query}`}`, headers: passedHeaders(ctx) }).finally(place)
+    }
     throw ownerUnavailable(route.kind === 'there' ? 'the run\'s partition moved while the request was forwarded' : route.why)
   }
 

@@ -22,6 +22,16 @@ t.test('echo emits the steps asked for and returns the message', async t => {
   t.same(steps, [1, 2, 3].map(step => ({ type: 'echo.step', message: `Echo step ${step}`, data: { step, text: 'hi' } })))
 })
 
+t.test('a long message is echoed once, not in every step: a step carries its first 256 characters', async t => {
+  const { given, steps } = input({ steps: 1000 })
+  given.message = 'x'.repeat(64 * 1024)
+  t.same(await echo(given), { output: given.message }, 'the answer is the whole message')
+  t.equal(steps.length, 1000)
+  t.same(steps[0]!.data, { step: 1, text: 'x'.repeat(256), truncated: true })
+  const bytes = steps.reduce((n, s) => n + JSON.stringify(s.data).length, 0)
+  t.ok(bytes < 1000 * 300, `the steps hold ${bytes} bytes, not 1000 copies of 64 KiB`)
+})
+
 t.test('echo reads its signal only when it waits between steps', async t => {
   const quick = input({ steps: 2 })
   await echo(quick.given)
