@@ -116,6 +116,7 @@ export const variables = [
   { name: 'HARNESS_MAX_RUN_S', type: 'integer', default: 3600, minimum: 1, maximum: 604800, description: 'longest life of a run: past it the run fails with `run_timeout`' },
   { name: 'HARNESS_MAX_STREAMS', type: 'integer', default: 5000, minimum: 1, description: 'run streams and watch feeds one process serves at once; past it, 429 `too_many_streams`' },
   { name: 'HARNESS_MAX_STREAMS_PER_TENANT', type: 'integer', default: 100, minimum: 1, description: 'the same, per tenant' },
+  { name: 'HARNESS_REPLAY_BUFFER_BYTES', type: 'integer', default: 64 * MiB, minimum: 1024 * 1024, description: 'memory all run-stream replays of a process hold in their slices at once; past it replays wait their turn' },
   { name: 'HARNESS_RETENTION_S', type: 'integer', default: 604800, minimum: 1, description: 'how long terminal runs are kept' },
   { name: 'HARNESS_HEARTBEAT_MS', type: 'integer', default: 15000, minimum: 100, description: 'SSE comment interval' },
   { name: 'HARNESS_SSE_BUFFER', type: 'integer', default: 256 * KiB, minimum: 1024, description: 'bytes queued per slow subscriber before it is closed' },

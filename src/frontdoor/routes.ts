@@ -28,7 +28,7 @@ export const FRONTED_ROUTES: readonly FrontedRoute[] = [
   { method: 'POST', path: '/runs' },
   { method: 'GET', path: '/runs:watch' },
   { method: 'POST', path: '/runs:start', links: true },
-  { method: 'GET', path: '/runs/{id}' },
+  { method: 'GET', path: '/runs/{id}', query: true },
   { method: 'GET', path: '/runs/{id}/stream' },
   { method: 'POST', path: '/runs/{id}/cancel' },
   { method: 'GET', path: '/skills', query: true },

@@ -1,17 +1,41 @@
 import { setImmediate as nextTurn } from 'node:timers/promises'
 import { TERMINAL_EVENT_TYPES } from './catalogue.js'
 import type { RunHub } from './hub.js'
+import type { ReplayBudget } from './replay-budget.js'
 import type { SseStream } from './sse.js'
 import type { RunStore } from './store.js'
+import type { RunEvent } from './types.js'
 
-/** Events read from LMDB per turn of the event loop. */
+/** Events read from LMDB per turn of the event loop, at most. */
 export const REPLAY_SLICE = 256
+/** Bytes of events one slice holds, at most (one event larger than this is a slice alone). */
+export const REPLAY_SLICE_BYTES = 256 * 1024
 
 export interface RunSource {
   store: RunStore
   hub: RunHub
   /** False once the run's last event is stored and streamed: nothing more will come. */
   isActive(runId: string): boolean
+  /** What all replays of the process hold in their slices at once. */
+  budget: ReplayBudget
+}
+
+interface Slice {
+  events: RunEvent[]
+  bytes: number
+  /** The log had nothing after it when it was read. */
+  end: boolean
+}
+
+function readSlice (store: RunStore, runId: string, after: number): Slice {
+  const events: RunEvent[] = []
+  let bytes = 0
+  for (const e of store.eventsAfter(runId, after, REPLAY_SLICE)) {
+    events.push(e)
+    bytes += e.json.length
+    if (bytes >= REPLAY_SLICE_BYTES) return { events, bytes, end: false }
+  }
+  return { events, bytes, end: events.length < REPLAY_SLICE }
 }
 
 /**
@@ -20,8 +44,10 @@ export interface RunSource {
  * for, so its stream ends with the replay (even when the replay is empty:
  * a Last-Event-ID at or past its end).
  *
- * The replay reads LMDB in slices of REPLAY_SLICE and yields to the event
- * loop between them, so a long run replayed to many subscribers at once
+ * The replay reads LMDB in slices of REPLAY_SLICE events or
+ * REPLAY_SLICE_BYTES, whichever comes first, each reserved from the
+ * process's replay budget while it is held, and yields to the event loop
+ * between them, so a long run replayed to many subscribers at once
  * never holds up other requests. It goes at the pace of the subscriber's
  * socket: once the socket backs up, the rest waits until it drains, so a
  * subscriber that does not read stops its own replay (and is closed by the
@@ -43,20 +69,32 @@ export async function followRun (sse: SseStream, runId: string, after: number, s
   sse.onClose(unsubscribe)
   let cursor = after
   while (!sse.closed) {
-    const slice = [...source.store.eventsAfter(runId, cursor, REPLAY_SLICE)]
-    let written = sse.replay(slice, 0)
-    const waited = written < slice.length
-    while (written < slice.length && !sse.closed) {
-      await sse.drained()
-      written = sse.replay(slice, written)
+    // A slice's worth is reserved before the read, and what it did not need is given back after.
+    await source.budget.take(REPLAY_SLICE_BYTES)
+    let held = REPLAY_SLICE_BYTES
+    let slice: Slice
+    let waited: boolean
+    try {
+      if (sse.closed) return
+      slice = readSlice(source.store, runId, cursor)
+      held = Math.min(slice.bytes, REPLAY_SLICE_BYTES)
+      source.budget.give(REPLAY_SLICE_BYTES - held)
+      let written = sse.replay(slice.events, 0)
+      waited = written < slice.events.length
+      while (written < slice.events.length && !sse.closed) {
+        await sse.drained()
+        written = sse.replay(slice.events, written)
+      }
+    } finally {
+      source.budget.give(held)
     }
-    const last = slice.at(-1)
+    const last = slice.events.at(-1)
     if (last) cursor = last.id
     if (last && TERMINAL_EVENT_TYPES.has(last.type)) {
       sse.end()
       return
     }
-    if (slice.length < REPLAY_SLICE && !waited) {
+    if (slice.end && !waited) {
       replaying = false
       if (!source.isActive(runId)) sse.end()
       return

@@ -65,6 +65,15 @@ export function parseRunRequest (body: unknown, knownMode: (m: string) => boolea
  * id a run can reach are held at the largest: a stream after them has
  * nothing to replay.
  */
+/** `GET /runs/{id}?events_after=<seq>`: the record's events after that one (the previous answer's `events_next`). */
+export function parseEventsAfter (query: string): number {
+  const all = new URLSearchParams(query).getAll('events_after')
+  if (all.length > 1) throw bad('events_after is given more than once')
+  if (all.length === 0) return 0
+  if (!/^\d{1,15}$/.test(all[0]!)) throw bad('events_after must be a non-negative integer')
+  return Number(all[0])
+}
+
 export function parseLastEventId (header: string | undefined): number {
   const value = header?.trim() ?? ''
   if (value === '') return 0

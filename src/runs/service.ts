@@ -15,9 +15,10 @@ import { RunHub } from './hub.js'
 import { parseListQuery, RunIndex } from './list.js'
 import { RunManager } from './manager.js'
 import { builtInModes, DEFAULT_MODE } from './modes/index.js'
-import { parseLastEventId, parseRunRequest, requireJsonBody, type RunRequest } from './request.js'
+import { parseEventsAfter, parseLastEventId, parseRunRequest, requireJsonBody, type RunRequest } from './request.js'
 import { SingleNodeRuns } from './single.js'
 import { SseStream } from './sse.js'
+import { ReplayBudget } from './replay-budget.js'
 import { StreamBudget } from './stream-budget.js'
 import { RunStore } from './store.js'
 import { isTerminal, type RunRecord } from './types.js'
@@ -56,6 +57,7 @@ export class HarnessService {
   private readonly feed = new RunFeed()
   private readonly gate: HarnessGate
   private readonly streams: StreamBudget
+  private readonly replays: ReplayBudget
   private readonly single: SingleNodeRuns | undefined
   private readonly cluster: RunsCluster | undefined
   private readonly requests: ClusterRequests | undefined
@@ -70,6 +72,7 @@ export class HarnessService {
     this.gate = new HarnessGate({ enabled: config.svcHarnessAuthEnabled, issuer: config.idpIssuer, jwksUrl: config.idpJwksUrl, audience: config.idpRs256Audience, tenantAssertionSecret: config.harnessTenantAssertionSecret })
     this.keysLoaded = !config.svcHarnessAuthEnabled
     this.streams = new StreamBudget(config.harnessMaxStreams, config.harnessMaxStreamsPerTenant)
+    this.replays = new ReplayBudget(config.harnessReplayBufferBytes)
     this.index = new RunIndex(state)
     const modes = builtInModes({ url: config.harnessLlmUrl, model: config.harnessLlmModel, apiKey: config.harnessLlmApiKey })
     const limits = { total: config.harnessMaxRunsInFlight, perTenant: config.harnessMaxRunsInFlightPerTenant, perAddress: config.harnessMaxRunsInFlightPerAddress, lifetimeMs: config.harnessMaxRunS * 1000 }
@@ -262,7 +265,8 @@ export class HarnessService {
 
   private async getRun (ctx: RequestContext, peer: boolean): Promise<Reply | undefined> {
     if (this.requests) return this.requests.read(ctx, peer)
-    return this.withEvents(200, await this.owned(ctx))
+    const after = parseEventsAfter(ctx.query)
+    return this.withEvents(200, await this.owned(ctx), after)
   }
 
   private async cancel (ctx: RequestContext, peer: boolean): Promise<Reply | undefined> {
@@ -281,8 +285,8 @@ export class HarnessService {
   }
 
   /** The record with its events (`RunStore.document`). */
-  private withEvents (status: number, record: RunRecord): Reply {
-    return { status, body: this.store.document(record), headers: { 'content-type': 'application/json' } }
+  private withEvents (status: number, record: RunRecord, afterId = 0): Reply {
+    return { status, body: this.store.document(record, afterId), headers: { 'content-type': 'application/json' } }
   }
 
   /** Replays stored events after Last-Event-ID, then follows live ones (`followRun`). */
@@ -300,7 +304,7 @@ export class HarnessService {
     sse.onClose(place)
     this.single?.follow(record.run_id)
     const isActive = (id: string): boolean => this.manager.isActive(id) || (this.single?.isActive(id) ?? false)
-    followRun(sse, record.run_id, after, { store: this.store, hub: this.hub, isActive }).catch(err => {
+    followRun(sse, record.run_id, after, { store: this.store, hub: this.hub, isActive, budget: this.replays }).catch(err => {
       this.log.error({ err, runId: record.run_id }, 'run stream failed')
       sse.end()
     })

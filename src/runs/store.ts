@@ -12,6 +12,8 @@ const LAST = Number.MAX_SAFE_INTEGER
 /** Runs one retention or cleanup transaction removes at most, so neither holds LMDB's write lock for long. */
 const REMOVE_SLICE = 2000
 const INDEXES_BUILT = 'indexes-v1'
+/** Bytes of events one record answer carries: a 1,000-step run of 64 KiB steps was one 66 MB string. */
+export const RECORD_EVENTS_BYTES = 1024 * 1024
 
 /** Where a run's event log ends: its newest id (0 when it has none) and whether that event ended the run. */
 export interface LogEnd {
@@ -148,14 +150,25 @@ export class RunStore {
   }
 
   /**
-   * The record with `events`, the run's stored events in order, as the
-   * origin's record has them. They are spliced in as the JSON they are
-   * stored as, not parsed and serialised again.
+   * The record with `events`, the run's stored events after `afterId` in
+   * order, as the origin's record has them, spliced in as the JSON they are
+   * stored as. Past RECORD_EVENTS_BYTES of them the list ends and
+   * `events_next` says where to go on from (`?events_after=`).
    */
-  document (record: RunRecord): string {
-    const events = Array.from(this.eventsAfter(record.run_id), e => e.json).join(',')
+  document (record: RunRecord, afterId = 0): string {
+    const events: string[] = []
+    let bytes = 0
+    let next: number | undefined
+    for (const e of this.eventsAfter(record.run_id, afterId)) {
+      if (events.length > 0 && bytes + e.json.length > RECORD_EVENTS_BYTES) {
+        next = e.id - 1
+        break
+      }
+      events.push(e.json)
+      bytes += e.json.length
+    }
     const json = JSON.stringify(record)
-    return `${json.slice(0, -1)},"events":[${events}]}`
+    return `${json.slice(0, -1)},"events":[${events.join(',')}]${next === undefined ? '' : `,"events_next":${next}`}}`
   }
 
   /** Events of a run after `afterId`, in order, at most `limit`. */

@@ -138,13 +138,14 @@ t.test('a known path with another method is 405, not forwarded', async t => {
   t.same(harness.requests, [])
 })
 
-t.test('the query goes only to the route that takes one (the run list); elsewhere it is dropped', async t => {
+t.test('the query goes only to the routes that take one (the run list, a record\'s events); elsewhere it is dropped', async t => {
   const { harness, port, rs256 } = await setup(t)
   const auth = [`Authorization: Bearer ${rs256}`]
   t.equal((await rawRequest(port, 'GET', `${DOOR}/runs?status=running&cursor=abc%3D`, auth)).status, 200)
   t.equal(harness.requests.at(-1)!.url, '/base/runs?status=running&cursor=abc%3D')
-  t.equal((await rawRequest(port, 'GET', `${DOOR}/runs/run-1?x=@127.0.0.1:1/`, auth)).status, 200)
-  t.equal(harness.requests.at(-1)!.url, '/base/runs/run-1')
+  t.equal((await rawRequest(port, 'GET', `${DOOR}/runs/run-1?events_after=3`, auth)).status, 200)
+  t.equal(harness.requests.at(-1)!.url, '/base/runs/run-1?events_after=3', 'a record\'s events are paged by query')
+  t.equal((await rawRequest(port, 'GET', `${DOOR}/runs/run-1/cancel?x=@127.0.0.1:1/`, auth)).status, 405)
   t.equal((await rawRequest(port, 'GET', `${DOOR}/runs/run-1/stream?a=%2f%2fhost`, auth)).status, 200)
   t.equal(harness.requests.at(-1)!.url, '/base/runs/run-1/stream')
   const before = harness.requests.length

@@ -190,3 +190,16 @@ t.test('every event is published to TOPIC_RUNS as the object the stream carries,
   const ready = await fetch(`${harnessUrl}/health/ready`)
   t.match(await ready.json(), { status: 'ready', components: { bus: { ready: true, run_events_waiting: 0 } } }, 'the bus is a component of readiness')
 })
+
+t.test('GET /runs/{id}?events_after=<seq> goes on from there; a bad or repeated value is 400', async t => {
+  const { call, harnessUrl } = await setup(t)
+  const { body } = await call('POST', '/runs', { message: 'm', mode: 'echo', options: { steps: 3 } })
+  const url = `${harnessUrl}/runs/${body.run_id}`
+  const rest = await (await fetch(`${url}?events_after=3`)).json() as { events: Array<{ seq: number }> }
+  t.same(rest.events.map(e => e.seq), [4, 5, 6])
+  for (const query of ['events_after=-1', 'events_after=x', 'events_after=1&events_after=2']) {
+    const res = await fetch(`${url}?${query}`)
+    t.equal(res.status, 400, query)
+    t.match(await res.json(), { detail: /events_after/ })
+  }
+})

@@ -146,3 +146,17 @@ t.test('indexes of runs stored before they existed are built once', async t => {
   t.equal(await again.removeEndedBefore(Date.parse('2026-02-01T00:00:00Z')), 1, 'retention finds the old run')
   t.ok(again.get('b'))
 })
+
+t.test('a record\'s events end past RECORD_EVENTS_BYTES with events_next, and go on from it', async t => {
+  const { store } = open(t)
+  const big = (id: number): RunEvent => encodeEvent(eventOwner('r', 't'), id, 'echo.step', 'step', JSON.stringify({ step: id, text: 'x'.repeat(300 * 1024) }), at)
+  for (let id = 1; id <= 5; id++) await store.append('r', big(id))
+  const first = JSON.parse(store.document(record('r', 'running', null, 5)))
+  t.same(first.events.map((e: { seq: number }) => e.seq), [1, 2, 3])
+  t.equal(first.events_next, 3)
+  const rest = JSON.parse(store.document(record('r', 'running', null, 5), first.events_next))
+  t.same(rest.events.map((e: { seq: number }) => e.seq), [4, 5])
+  t.notOk('events_next' in rest, 'the last page says nothing more')
+  const small = JSON.parse(store.document(record('s', 'queued', null, 0)))
+  t.same([small.events, 'events_next' in small], [[], false])
+})

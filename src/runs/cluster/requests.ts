@@ -7,7 +7,7 @@ import type { RunHub } from '../hub.js'
 import { isRunId, uuidv7 } from '../ids.js'
 import { decodeCursor, encodeCursor, type ListQuery, type RunIndex } from '../list.js'
 import type { RunManager } from '../manager.js'
-import type { RunRequest } from '../request.js'
+import { parseEventsAfter, type RunRequest } from '../request.js'
 import type { RunStore } from '../store.js'
 import { isTerminal, type RunRecord } from '../types.js'
 import type { StreamBudget } from '../stream-budget.js'
@@ -67,7 +67,8 @@ export class ClusterRequests {
     return this.atOwner(ctx, peer, async (owner, id, tenant) => {
       const wait = peer ? Number(ctx.headers[PEER.wait] ?? 0) : 0
       if (Number.isSafeInteger(wait) && wait > 0) return this.withEvents(await this.awaitEnd(owner, id, tenant, Math.min(wait, this.parts.config.harnessSyncTimeoutMs)))
-      return this.withEvents(await this.found(owner, id, tenant), 200)
+      const after = parseEventsAfter(ctx.query)
+      return this.withEvents(await this.found(owner, id, tenant), 200, after)
     })
   }
 
@@ -183,7 +184,7 @@ export class ClusterRequests {
     }
   }
 
-  private withEvents (record: RunRecord, status = isTerminal(record.status) ? 200 : 202): Reply {
-    return { status, body: this.parts.store.document(record), headers: { 'content-type': 'application/json' } }
+  private withEvents (record: RunRecord, status = isTerminal(record.status) ? 200 : 202, afterId = 0): Reply {
+    return { status, body: this.parts.store.document(record, afterId), headers: { 'content-type': 'application/json' } }
   }
 }
