@@ -34,13 +34,9 @@ func withIndex(i int, body []byte) []byte {
 
 func (s *Service) trackBatch(r *Request) Reply {
 	id := s.RequestIDFor(r.RequestID)
-	claims, aerr := s.verifier.Verify(r.Authorization, r.HasAuthorization, trackScope)
-	if aerr != nil {
-		rep := Reply{Status: aerr.status, RequestID: id, Body: errorBody("error", aerr.message, nil)}
-		if aerr.status == 401 {
-			rep.Headers = []string{"www-authenticate", "Bearer"}
-		}
-		return rep
+	claims, refused := s.authorize(r, id)
+	if refused != nil {
+		return *refused
 	}
 	headers := *r
 	if isNDJSONType(r.ContentType) {

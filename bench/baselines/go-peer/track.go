@@ -83,15 +83,25 @@ func (s *Service) finish(r *Request, reply *Reply, started time.Time) {
 	s.log.Request(reply.RequestID, r.Method, r.Path, reply.Status, time.Since(started))
 }
 
+// authorize verifies the bearer token for the track scope; a refusal is the
+// reply as the gateway gives it (401 with WWW-Authenticate, or 403).
+func (s *Service) authorize(r *Request, id string) (*Claims, *Reply) {
+	claims, aerr := s.verifier.Verify(r.Authorization, r.HasAuthorization, trackScope)
+	if aerr == nil {
+		return claims, nil
+	}
+	rep := Reply{Status: aerr.status, RequestID: id, Body: errorBody("error", aerr.message, nil)}
+	if aerr.status == 401 {
+		rep.Headers = []string{"www-authenticate", "Bearer"}
+	}
+	return nil, &rep
+}
+
 func (s *Service) track(r *Request) Reply {
 	id := s.RequestIDFor(r.RequestID)
-	claims, aerr := s.verifier.Verify(r.Authorization, r.HasAuthorization, trackScope)
-	if aerr != nil {
-		rep := Reply{Status: aerr.status, RequestID: id, Body: errorBody("error", aerr.message, nil)}
-		if aerr.status == 401 {
-			rep.Headers = []string{"www-authenticate", "Bearer"}
-		}
-		return rep
+	claims, refused := s.authorize(r, id)
+	if refused != nil {
+		return *refused
 	}
 	raw := wellFormed(r.Body)
 	var record any
