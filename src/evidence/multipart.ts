@@ -224,12 +224,39 @@ function parseHead (block: Buffer): { name: string, contentType: string, typed: 
   return { name, contentType, typed }
 }
 
+/**
+ * The `name` parameter of a Content-Disposition value, read as RFC 7578 and
+ * RFC 9110 §5.6.6 give it: parameters split at `;` outside quoted strings,
+ * so a `name=` inside a quoted `filename` (`filename="x; name=envelope"`) is
+ * text of that filename, not a second name. A parameter given twice, an
+ * unterminated quoted string or text a parameter cannot be is refused: two
+ * readers of this part must find the same name.
+ */
 function dispositionName (value: string): string {
-  const match = /;\s*name\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^;\s]*))/i.exec(value)
-  if (!match) return ''
-  const raw = match[1] !== undefined ? match[1].replace(/\\(.)/g, '$1') : match[2]!
+  const params = dispositionParams(value)
+  const raw = params.get('name') ?? ''
   // Header bytes were read as latin1; names are sent as UTF-8.
   return Buffer.from(raw, 'latin1').toString('utf8')
+}
+
+const PARAM = /\s*;\s*([!#$%&'*+.^_`|~0-9A-Za-z-]+)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^;"\s]*))\s*/y
+
+function dispositionParams (value: string): Map<string, string> {
+  const params = new Map<string, string>()
+  const type = /^[!#$%&'*+.^_`|~0-9A-Za-z-]*/.exec(value)![0]
+  PARAM.lastIndex = type.length
+  while (PARAM.lastIndex < value.length) {
+    const at = PARAM.lastIndex
+    const match = PARAM.exec(value)
+    if (match === null) {
+      if (value.slice(at).trim() === '' || value.slice(at).trim() === ';') break
+      throw malformed('a Content-Disposition parameter that is not name=value or name="quoted value"')
+    }
+    const key = match[1]!.toLowerCase()
+    if (params.has(key)) throw malformed(`a Content-Disposition that gives ${key} more than once`)
+    params.set(key, match[2] !== undefined ? match[2].replace(/\\(.)/g, '$1') : match[3]!)
+  }
+  return params
 }
 
 /** Reads a small part whole, refusing more than `limit` bytes. */

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto'
 import type { HttpResponse, HttpRequest } from 'uWebSockets.js'
 import { BodyAbortedError, type BodyReader } from './body.js'
 import { GatewayError } from '../errors.js'
-import { REQUEST_ID } from '../validation/index.js'
+import { REQUEST_ID, jsonTextProblems } from '../validation/index.js'
 import type { ErrorDialect } from './error-bodies.js'
 import { HEADER_LINE_BYTES, SINGLE_VALUED, headerIssue, requestLineBytes, type HeaderIssue } from './framing.js'
 import type { Exchange, Intake } from './intake.js'
@@ -117,6 +117,22 @@ export class RequestContext implements Exchange {
       this.parsed = { value }
     }
     return this.parsed.value
+  }
+
+  /**
+   * json() held to the one JSON policy (jsonTextProblems: no key twice, no
+   * integer past int64, no lone surrogate, no ±Infinity, bounded nesting),
+   * for a route that takes the value as it is: a 400 `validation_error`
+   * naming each problem. Routes that name problems with their own (telemetry,
+   * login, the evidence envelope) call jsonTextProblems themselves.
+   */
+  checkedJson (): unknown {
+    const value = this.json()
+    if (value === undefined || this.rawBody === undefined) return value
+    const problems = jsonTextProblems(this.rawBody, value)
+    const named = Object.entries(problems)
+    if (named.length > 0) throw new GatewayError('validation_error', named.map(([key, message]) => `${key} ${message}`).join('; '), { details: problems })
+    return value
   }
 
   /** The body as UTF-8 text, decoded once for json() and the handler. */

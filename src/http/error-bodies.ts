@@ -8,6 +8,7 @@ export type ErrorDialect = 'oauth' | 'telemetry' | 'evidence' | 'harness' | 'pla
 
 const oauthError: Partial<Record<GatewayError['code'], string>> = {
   invalid_json: 'invalid_request',
+  validation_error: 'invalid_request',
   malformed_request: 'invalid_request',
   header_fields_too_large: 'invalid_request',
   payload_too_large: 'invalid_request',

@@ -9,6 +9,7 @@ import { GatewayError, toGatewayError, type ErrorCode } from '../errors.js'
 import { errorBody, type ErrorDialect } from './error-bodies.js'
 import { Intake, bodiesOverloaded, type CutReason, type IntakeHost } from './intake.js'
 import { ServerMetrics } from './metrics.js'
+import { parseQuery } from './query.js'
 import { Router } from './router.js'
 
 /** A reply, a promise of one, or LATER: the handler will call ctx.settle() (once). */
@@ -256,6 +257,7 @@ export class HttpServer implements IntakeHost<Entry> {
   private run (ctx: RequestContext, entry: Entry, auth: unknown): void {
     let result: ReturnType<Handler>
     try {
+      if (ctx.query !== '') parseQuery(ctx.query)
       result = entry.route.handler(ctx, auth)
     } catch (err) {
       return this.fail(ctx, err)

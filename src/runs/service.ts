@@ -207,7 +207,7 @@ export class HarnessService {
   /** The run request of the body; a bad request throws before anything starts. */
   private request (ctx: RequestContext): RunRequest {
     requireJsonBody(ctx.headers['content-type'])
-    return parseRunRequest(ctx.json(), m => this.manager.hasMode(m), DEFAULT_MODE)
+    return parseRunRequest(ctx.checkedJson(), m => this.manager.hasMode(m), DEFAULT_MODE)
   }
 
   private async runSync (ctx: RequestContext, tenant: string): Promise<Reply | undefined> {

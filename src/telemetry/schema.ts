@@ -12,6 +12,13 @@ const nonNegative = (unit: string): object => ({ type: 'number', minimum: 0, 'x-
 const isoTimestamp = { type: 'string', format: 'iso-date-time', 'x-error': 'must be an ISO 8601 timestamp with a timezone' }
 const rfc3339 = { type: 'string', format: 'date-time', 'x-error': 'must be an RFC 3339 timestamp' }
 const object = { type: 'object' }
+/**
+ * An integer field's range, int64 at most. 2^63 is the double every literal
+ * near int64's top parses to, so it bounds the forms JSON.parse rounds (a
+ * `1e19`); the literal itself is compared exactly by jsonTextProblems.
+ */
+const int64 = (minimum: number): object =>
+  ({ type: 'integer', minimum, maximum: 2 ** 63, 'x-error': `must be an integer from ${minimum === 0 ? 0 : '-9223372036854775808'} to 9223372036854775807` })
 
 export const METRIC_KEY_PATTERN = '^[a-z][a-z0-9_]*(\\.[a-z][a-z0-9_]*){1,5}$'
 export const METRICS_SCHEMA = 'svc.metrics@1.0'
@@ -41,7 +48,7 @@ export const assetTrackingSchema = {
     timestamp: isoTimestamp,
     type: { type: 'string' },
     owner: { type: 'string' },
-    year: { type: 'integer' },
+    year: int64(-(2 ** 63)),
     gps: {
       type: 'object',
       properties: {
@@ -79,7 +86,7 @@ export const assetTrackingSchema = {
       properties: {
         schema: { const: METRICS_SCHEMA, 'x-error': `must equal ${METRICS_SCHEMA}` },
         items: { type: 'array', minItems: 1, maxItems: 200, items: metricItemSchema, 'x-error': 'must hold 1 to 200 metric items' },
-        seq: { type: 'integer', minimum: 0 },
+        seq: int64(0),
         device_ts: rfc3339,
         capabilities: object
       }

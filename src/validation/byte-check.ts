@@ -20,8 +20,9 @@ const { BACKSLASH, CLOSE_ARRAY, CLOSE_OBJECT, COLON, COMMA, DOT, JSON_MAX_DEPTH,
  * compares the two on many thousands of bodies.
  *
  * "Valid" is what the full path accepts: JSON.parse's grammar on the text
- * decoded as UTF-8, no key twice in one object, every number finite,
- * nesting at most `maxDepth`, and the schema.
+ * decoded as UTF-8, no key twice in one object, every number finite, no
+ * integer literal past int64, no lone surrogate escape, nesting at most
+ * `maxDepth`, and the schema.
  */
 export type ByteCheck = (bytes: Buffer) => Record<string, string | true> | undefined
 
@@ -299,6 +300,8 @@ function escape (b: Buffer, i: number): number {
   const c = b[i + 1]
   if (c === 0x75) {
     for (let k = i + 2; k < i + 6; k++) if (!isHex(b[k])) throw UNSURE
+    // A surrogate may be lone (refused by the full path); pairs are rare enough to leave to it too.
+    if ((b[i + 2]! | 0x20) === 0x64 && b[i + 3]! >= 0x38 && (b[i + 3]! <= 0x39 || (b[i + 3]! | 0x20) >= 0x61)) throw UNSURE
     return i + 6
   }
   if (c === QUOTE || c === BACKSLASH || c === 0x2f || c === 0x62 || c === 0x66 || c === 0x6e || c === 0x72 || c === 0x74) return i + 2
@@ -348,6 +351,8 @@ function number (b: Buffer, start: number, node: SchemaNode): number {
     while (c >= ZERO && c <= NINE) c = ++i < n ? b[i]! : -1
   }
   if (!(node.types & (T_NUMBER | T_INTEGER))) throw UNSURE
+  // An integer literal of 19 digits or more may be past int64: the full path compares it exactly.
+  if (!exponent && scale === 0 && i - start > 18) throw UNSURE
   if (!node.readsNumber && !exponent && digits + scale < 300) return i
   let v: number
   if (!exponent && digits <= 15 && scale >= -22) {

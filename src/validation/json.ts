@@ -1,20 +1,37 @@
 import { errorKey } from './schema.js'
-import { BACKSLASH, CLOSE_ARRAY, CLOSE_OBJECT, COLON, COMMA, JSON_MAX_DEPTH, OPEN_ARRAY, OPEN_OBJECT, QUOTE } from './json-bytes.js'
-
-
+import { BACKSLASH, CLOSE_ARRAY, CLOSE_OBJECT, COLON, COMMA, DOT, JSON_MAX_DEPTH, MINUS, NINE, OPEN_ARRAY, OPEN_OBJECT, QUOTE, ZERO } from './json-bytes.js'
 
 /**
- * What JSON.parse accepts but a consumer may read differently from us,
- * as `key → message` in the spec's key form (empty when there is none):
+ * The widest integer any field may hold: what a consumer decoding into an
+ * int64 (Java's long, Go's int64, a Kafka Connect INT64) can read. A wider
+ * literal would be published verbatim and read as an overflow, an error or
+ * a rounded number, each consumer its own way.
+ */
+export const INT64_MIN = -(2n ** 63n)
+export const INT64_MAX = 2n ** 63n - 1n
+/** Digits of an integer literal that always fits an int64: only longer ones are compared. */
+const INT64_SAFE_DIGITS = 18
+
+const LONE_SURROGATE = 'must not hold a lone surrogate (\\uD800 to \\uDFFF unpaired)'
+const PAST_INT64 = 'must be an integer from -9223372036854775808 to 9223372036854775807'
+
+/**
+ * The one policy for a JSON body, every route's: what JSON.parse accepts but
+ * a consumer may read differently from us, as `key → message` in the spec's
+ * key form (empty when there is none):
  * - a key given twice in one object (JSON.parse keeps the last, other
  *   decoders the first, or both);
  * - a number JSON cannot represent, one that parses to ±Infinity (`1e309`);
+ * - an integer literal past int64 (INT64_MIN, INT64_MAX);
+ * - a string (or key) holding a lone surrogate escape (`"\\uD800"`): it is
+ *   not Unicode, so a consumer's UTF-8 encoder replaces it, refuses it or
+ *   writes bytes no decoder takes;
  * - nesting deeper than `maxDepth`.
  *
  * `text` must be the bytes `value` was parsed from (so it is valid JSON).
- * The common case costs one pass over the bytes (depth, and one `:` per
- * member) and one walk of the value (keys kept, finite numbers); only a
- * body that fails is tokenised again to name the duplicated key.
+ * The common case costs one pass over the bytes (depth, one `:` per
+ * member, escapes and long integers) and one walk of the value (keys kept,
+ * finite numbers); only a body that fails is tokenised again to name where.
  */
 export function jsonTextProblems (text: Uint8Array, value: unknown, maxDepth = JSON_MAX_DEPTH): Record<string, string> {
   const scan = scanText(text)
@@ -23,25 +40,35 @@ export function jsonTextProblems (text: Uint8Array, value: unknown, maxDepth = J
   const counted = { members: 0, nonFinite: false }
   count(value, counted)
   if (counted.nonFinite) nameNonFinite(value, '', problems)
-  if (counted.members !== scan.members) {
-    const duplicate = findDuplicateKey(text)
-    if (duplicate !== undefined) problems[duplicate || 'body'] ??= 'is given more than once'
-  }
+  if (counted.members !== scan.members || scan.suspect) locate(text, problems)
   return problems
 }
 
-/** Greatest nesting, and the number of object members (each has exactly one `:` outside strings). */
-function scanText (text: Uint8Array): { depth: number, members: number } {
+/**
+ * Greatest nesting, the number of object members (each has exactly one `:`
+ * outside strings), and whether a string holds a surrogate escape or an
+ * integer literal is long enough to be past int64 (`suspect`: locate decides).
+ */
+function scanText (text: Uint8Array): { depth: number, members: number, suspect: boolean } {
   let depth = 0
   let max = 0
   let members = 0
+  let suspect = false
   for (let i = 0; i < text.length; i++) {
     const c = text[i]!
-    if (c === QUOTE) i = stringEnd(text, i)
-    else if (c === COLON) members++
+    if (c === QUOTE) {
+      const end = stringEnd(text, i)
+      if (!suspect && hasSurrogateEscape(text, i, end)) suspect = true
+      i = end
+    } else if (c === COLON) members++
     else if (c === OPEN_OBJECT || c === OPEN_ARRAY) { if (++depth > max) max = depth } else if (c === CLOSE_OBJECT || c === CLOSE_ARRAY) depth--
+    else if (c === MINUS || (c >= ZERO && c <= NINE)) {
+      const end = numberEnd(text, i)
+      if (!suspect && end - i > INT64_SAFE_DIGITS) suspect = true
+      i = end - 1
+    }
   }
-  return { depth: max, members }
+  return { depth: max, members, suspect }
 }
 
 /** Index of the quote that closes the string opening at `start`. */
@@ -49,6 +76,63 @@ function stringEnd (text: Uint8Array, start: number): number {
   let i = start + 1
   while (i < text.length && text[i] !== QUOTE) i += text[i] === BACKSLASH ? 2 : 1
   return i
+}
+
+/** Index past the number literal at `start`. */
+function numberEnd (text: Uint8Array, start: number): number {
+  let i = start + 1
+  for (; i < text.length; i++) {
+    const c = text[i]!
+    if (!((c >= ZERO && c <= NINE) || c === DOT || c === MINUS || c === 0x2b || c === 0x65 || c === 0x45)) break
+  }
+  return i
+}
+
+/** A `\\uD...` escape with D8 to DF between the quotes at `start` and `end`: cheap to find, and rare in honest text. */
+function hasSurrogateEscape (text: Uint8Array, start: number, end: number): boolean {
+  for (let i = start + 1; i < end; i++) {
+    if (text[i] !== BACKSLASH) continue
+    if (text[i + 1] === 0x75 && surrogateAt(text, i) !== 0) return true
+    i++
+  }
+  return false
+}
+
+/** 1 for a high surrogate escape at `i`, 2 for a low one, 0 for anything else. */
+function surrogateAt (text: Uint8Array, i: number): number {
+  if (text[i] !== BACKSLASH || text[i + 1] !== 0x75 || (text[i + 2]! | 0x20) !== 0x64) return 0
+  const c = text[i + 3]! | 0x20
+  if (c >= 0x38 && c <= 0x39) return 1
+  if (c === 0x61 || c === 0x62) return 1
+  if (c >= 0x63 && c <= 0x66) return 2
+  return 0
+}
+
+/** Whether the string between the quotes at `start` and `end` has a surrogate escape that is not half of a pair. */
+function hasLoneSurrogate (text: Uint8Array, start: number, end: number): boolean {
+  for (let i = start + 1; i < end; i++) {
+    if (text[i] !== BACKSLASH) continue
+    const kind = surrogateAt(text, i)
+    if (kind === 2) return true
+    if (kind === 1) {
+      if (surrogateAt(text, i + 6) !== 2) return true
+      i += 11
+      continue
+    }
+    i++
+  }
+  return false
+}
+
+/** Whether the number literal from `start` to `end` is an integer past int64. */
+function pastInt64 (text: Uint8Array, start: number, end: number): boolean {
+  if (end - start <= INT64_SAFE_DIGITS) return false
+  for (let i = start; i < end; i++) {
+    const c = text[i]!
+    if (c === DOT || c === 0x65 || c === 0x45) return false
+  }
+  const n = BigInt(Buffer.from(text.buffer, text.byteOffset + start, end - start).toString('latin1'))
+  return n < INT64_MIN || n > INT64_MAX
 }
 
 /** Counts the members of every object and notes a non-finite number; recursion is bounded by the depth check. */
@@ -84,11 +168,12 @@ function pointer (key: string): string {
 interface Frame { keys: Set<string> | undefined, path: string, index: number }
 
 /**
- * The spec-form key of the first member whose key its object already has,
- * or undefined. Runs only on a body already known to hold one, so clarity
- * wins over speed here.
+ * Names, in `problems`, each key given twice in its object, each lone
+ * surrogate and each integer past int64, by the spec-form key of where it
+ * is. Runs only on a body already known to hold one, so clarity wins over
+ * speed here.
  */
-function findDuplicateKey (text: Uint8Array): string | undefined {
+function locate (text: Uint8Array, problems: Record<string, string>): void {
   const stack: Frame[] = []
   let pendingKey: string | undefined
   const childPath = (): string => {
@@ -97,18 +182,25 @@ function findDuplicateKey (text: Uint8Array): string | undefined {
     if (top.keys) return `${top.path}/${pointer(pendingKey ?? '')}`
     return `${top.path}/${top.index}`
   }
+  const note = (path: string, message: string): void => { problems[errorKey(path) || 'body'] ??= message }
   for (let i = 0; i < text.length; i++) {
     const c = text[i]!
     if (c === QUOTE) {
       const end = stringEnd(text, i)
       const top = stack[stack.length - 1]
+      const lone = hasLoneSurrogate(text, i, end)
       if (top?.keys && pendingKey === undefined && isKey(text, end + 1)) {
         const key = JSON.parse(Buffer.from(text.buffer, text.byteOffset + i, end + 1 - i).toString('utf8')) as string
-        if (top.keys.has(key)) return errorKey(`${top.path}/${pointer(key)}`)
+        if (lone) note(top.path, `${LONE_SURROGATE} in a key`)
+        else if (top.keys.has(key)) note(`${top.path}/${pointer(key)}`, 'is given more than once')
         top.keys.add(key)
         pendingKey = key
-      }
+      } else if (lone) note(childPath(), LONE_SURROGATE)
       i = end
+    } else if (c === MINUS || (c >= ZERO && c <= NINE)) {
+      const end = numberEnd(text, i)
+      if (pastInt64(text, i, end)) note(childPath(), PAST_INT64)
+      i = end - 1
     } else if (c === OPEN_OBJECT || c === OPEN_ARRAY) {
       stack.push({ keys: c === OPEN_OBJECT ? new Set() : undefined, path: childPath(), index: 0 })
       pendingKey = undefined
@@ -121,7 +213,6 @@ function findDuplicateKey (text: Uint8Array): string | undefined {
       pendingKey = undefined
     }
   }
-  return undefined
 }
 
 /** True when the next non-blank byte from `at` is `:`, i.e. the string just read was a key. */
