@@ -15,7 +15,7 @@ export function parseQuery (query: string): URLSearchParams {
   const seen = new Set<string>()
   for (const name of params.keys()) {
     if (seen.has(name)) {
-      throw new GatewayError('validation_error', `query parameter ${name} is given more than once`, { details: { [name]: 'is given more than once' } })
+      throw new GatewayError('validation_error', `${name} is given more than once`, { details: { [name]: 'is given more than once' } })
     }
     seen.add(name)
   }

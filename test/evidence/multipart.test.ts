@@ -120,3 +120,26 @@ t.test('readSmallPart copies the part and refuses more than its limit', async t 
   await reader.nextPart()
   await t.rejects(readSmallPart(reader, 100, 'envelope'), { code: 'validation_error', details: { envelope: 'must not exceed 100 bytes' } })
 })
+
+/** A body of one part whose Content-Disposition is `disposition`. */
+const disposed = (disposition: string): Buffer => Buffer.from(`--${BOUNDARY}\r\nContent-Disposition: ${disposition}\r\nContent-Type: video/mp4\r\n\r\nxyz\r\n--${BOUNDARY}--\r\n`)
+
+t.test('a part\'s name is its own parameter, never text inside a quoted one', async t => {
+  const nameOf = async (disposition: string): Promise<string> => (await readAll(reusing(disposed(disposition), [4096])))[0]!.name
+  t.equal(await nameOf('form-data; filename="x; name=envelope"; name="media"'), 'media', 'name= inside a quoted filename, before the real name')
+  t.equal(await nameOf('form-data; name="media"; filename="a;name=envelope.mp4"'), 'media', 'name= inside a quoted filename, after it')
+  t.equal(await nameOf('form-data; filename="\\"; name=envelope"; name=media'), 'media', 'an escaped quote does not end the filename')
+  t.equal(await nameOf('form-data; filename="clip.mp4"'), '', 'a filename alone names nothing')
+  t.equal(await nameOf('form-data;name=envelope'), 'envelope', 'a token value, no spaces')
+  t.equal(await nameOf('form-data; NAME="media" ; filename=clip.mp4;'), 'media', 'any case, spaces and a trailing semicolon')
+})
+
+t.test('a disposition two readers could read differently is a 400', async t => {
+  for (const disposition of [
+    'form-data; name="media"; name="envelope"',
+    'form-data; name="media"; filename="unterminated',
+    'form-data; name="media" junk'
+  ]) {
+    await t.rejects(readAll(reusing(disposed(disposition), [4096])), rejection(/Content-Disposition/), disposition)
+  }
+})
