@@ -25,6 +25,8 @@ function createSlabPool (config: Config): SlabPool {
   return new SlabPool(config.s3PartSize, maxSlabs, {
     slabsPerTenant,
     uploadsPerTenant: config.storageClientMaxUploads ?? 2 * slabsPerTenant,
-    waitMs: config.storageSlabWaitMs
+    waitMs: config.storageSlabWaitMs,
+    minBytesPerS: config.storageUploadMinBytesPerS,
+    holdMs: config.storageSlabHoldMs
   })
 }

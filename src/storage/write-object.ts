@@ -26,7 +26,8 @@ const noObserver = async (): Promise<void> => {}
  * writer and the observer at once. Reading waits whenever the pool (or the
  * tenant's share of it) is spent or `queueSize` parts are outstanding, which
  * is what pauses the client's socket. Any failure (the body, a part, the
- * observer, `signal`, a wait for a slab past its limit) stops the reading,
+ * observer, `signal`, a wait for a slab past its limit, an upload too slow
+ * for the pool's minimum rate or holding a slab past its deadline) stops the reading,
  * even a read still waiting for the client, cuts the parts in flight short,
  * waits for them to settle and aborts the writer.
  */
@@ -34,7 +35,7 @@ export async function writeObject (body: ByteSource, writer: ObjectWriter, slabs
   const observe = options.observe ?? noObserver
   const lease = slabs.lease(options.tenant ?? '')
   const failed = new AbortController()
-  const signal = AbortSignal.any([options.signal, failed.signal])
+  const signal = AbortSignal.any([options.signal, failed.signal, lease.signal])
   // Rejects the read in progress, if any. Not a race against one promise that
   // settles at the end: each race would leave a reaction on it for the whole
   // upload (one per chunk, thousands per 256 MB), all promoted and then garbage.
@@ -76,7 +77,9 @@ export async function writeObject (body: ByteSource, writer: ObjectWriter, slabs
         slab.set(chunk.subarray(offset, offset + n), filled)
         filled += n
         offset += n
+        lease.filled(n)
         if (filled < slab.length) continue
+        lease.stored()
         ship(slab)
         slab = undefined
         while (pending.size >= options.queueSize) await Promise.race(pending)
@@ -84,6 +87,7 @@ export async function writeObject (body: ByteSource, writer: ObjectWriter, slabs
         filled = 0
       }
     }
+    lease.stored()
     const rest = slab.subarray(0, filled)
     await observe(rest)
     await Promise.all(pending)
@@ -91,8 +95,12 @@ export async function writeObject (body: ByteSource, writer: ObjectWriter, slabs
   } catch (err) {
     failed.abort(err)
     await Promise.allSettled(pending)
+    // The slabs go back before the store is told to clean up, which may take as long as the store does.
+    if (slab) lease.release(slab)
+    slab = undefined
     await writer.abort().catch((cleanup: Error) => options.onCleanupError?.(cleanup))
-    throw err
+    // Ended for its pace: whatever the parts cut short rejected with, that is why.
+    throw lease.signal.aborted ? lease.signal.reason : err
   } finally {
     signal.removeEventListener('abort', onAbort)
     if (slab) lease.release(slab)
