@@ -15,10 +15,12 @@ t.test('slow uploads of one client hold only its share: another client\'s upload
   const infra = sharedInfra(t)
   if (!infra) return
   const bucket = `shares-${randomUUID()}`
-  // Three 5 MiB slabs: a client may hold two of them and store three uploads at once.
+  // Four 5 MiB slabs: a client alone may hold two of them (half the pool) and store three uploads at
+  // once. The slow uploads keep over the minimum rate set here, so they hold their slabs for the test.
   const gw = await startTestGateway(t, {
     STORAGE: 's3', S3_ENDPOINT: infra.S3_ENDPOINT, S3_FORCE_PATH_STYLE: 'true', S3_BUCKET: bucket,
-    S3_PART_SIZE: String(5 * MiB), STORAGE_BUFFER_BYTES: String(15 * MiB), STORAGE_CLIENT_MAX_UPLOADS: '3', STORAGE_SLAB_WAIT_MS: '5000'
+    S3_PART_SIZE: String(5 * MiB), STORAGE_BUFFER_BYTES: String(20 * MiB), STORAGE_CLIENT_MAX_UPLOADS: '3', STORAGE_SLAB_WAIT_MS: '5000',
+    STORAGE_UPLOAD_MIN_BYTES_PER_S: '1024'
   }, [OTHER])
   const port = Number(new URL(gw.url).port)
   const tokenA = await login(gw.url)
@@ -49,7 +51,7 @@ t.test('slow uploads of one client hold only its share: another client\'s upload
   t.match(refused.body, { status: 'error', code: 'storage_busy', details: { media: /storing 3 uploads/ } })
   t.match(refused.headers['retry-after'], /^\d+$/)
 
-  // Under one slab: all it needs is the slab the first client may not take.
+  // Under one slab: all it needs is a slab the first client may not take.
   const c = clip(3 * MiB)
   const other = await within(postEvidence(gw.url, tokenB, multipartBody([envelopePart(baseEnvelope({ event_id: 'evt-other', media: [{ checksum_sha256: c.sha256 }] })), mediaPart(c.data)])), 20_000, 'another client\'s upload')
   t.same([other.status, other.body], [202, { status: 'accepted', event_id: 'evt-other', media_count: 1 }], 'another client\'s upload completes')
