@@ -11,7 +11,8 @@ const REPLAY_CHUNK_BYTES = 64 * 1024
  * `maxBuffered` bytes behind, or whose socket takes nothing for two heartbeat
  * intervals, gets a final `event: error` frame (`stream_overflow`, with the
  * last id it was sent, to resume from) and is closed, so one slow reader
- * never holds memory or delays the others. Events at or before the last id
+ * never holds memory or delays the others. What one subscriber holds is
+ * therefore at most `maxBuffered` or one event, whichever is larger. Events at or before the last id
  * sent (or the caller's Last-Event-ID) are never sent again.
  */
 export class SseStream {
@@ -88,13 +89,19 @@ export class SseStream {
     this.close(true)
   }
 
-  /** False when the socket did not take all of `text` (it is queued, and counted). */
+  /**
+   * False when the socket did not take all of `text` (it is queued, and
+   * counted). Only a subscriber already behind overflows: one event larger
+   * than the buffer, queued on a socket that had taken everything before it,
+   * is let through whole, or no reconnect could ever get past it.
+   */
   private send (text: string): boolean {
     if (this.closed) return false
     if (this.ctx.write(text)) return true
-    if (this.buffered === 0) this.backedUpAt = performance.now()
+    const behind = this.buffered > 0
+    if (!behind) this.backedUpAt = performance.now()
     this.buffered += text.length
-    if (this.buffered > this.maxBuffered) this.overflow()
+    if (behind && this.buffered > this.maxBuffered) this.overflow()
     return false
   }
 

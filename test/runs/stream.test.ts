@@ -66,7 +66,7 @@ function fakeContext (params: Record<string, string>, headers: Record<string, st
     headers,
     params,
     live: true,
-    json: () => body,
+    checkedJson: () => body,
     writeHead: () => {},
     // A socket that `takes` nothing queues each write and never becomes writable again.
     write: (chunk: string) => { written.push(chunk); return takes },
