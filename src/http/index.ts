@@ -6,3 +6,4 @@ export { loadUws, pickUws, UWS_BUILDS, UwsUnavailableError, type LoadedUws, type
 export { statusLine } from './status.js'
 export { BodyBudget, bodyBudget } from './budget.js'
 export { proxy, upstreamOf, type Upstream, type ProxyRequest } from './proxy.js'
+export { parseQuery } from './query.js'

@@ -4,7 +4,7 @@ import { Gauge, type Registry } from 'prom-client'
 import type { TokenClaims, TokenVerifier } from '../auth/index.js'
 import type { MicroBatcher, OutgoingMessage, Settled } from '../bus/index.js'
 import { GatewayError, toGatewayError } from '../errors.js'
-import { errorBody, statusLine } from '../http/index.js'
+import { errorBody, parseQuery, statusLine } from '../http/index.js'
 import { isoNow } from '../ops/index.js'
 import { REQUEST_ID } from '../validation/index.js'
 import { recordMessage, recordRequestId } from './batch.js'
@@ -107,6 +107,7 @@ export class TelemetryStream {
   private upgrade (res: UWS.HttpResponse, req: UWS.HttpRequest, context: UWS.us_socket_context_t): void {
     const headers: Record<string, string> = {}
     req.forEach((k, v) => { headers[k] = v })
+    const query = req.getQuery() ?? ''
     let aborted = false
     res.onAborted(() => { aborted = true })
     const refuse = (err: unknown): void => {
@@ -121,6 +122,11 @@ export class TelemetryStream {
     const admit = (claims: TokenClaims): void => {
       if (aborted) return
       if (this.draining) return refuse(new GatewayError('shutting_down', 'server is shutting down', { headers: { 'retry-after': '1' } }))
+      try {
+        parseQuery(query)
+      } catch (err) {
+        return refuse(err)
+      }
       const streamId = headers['x-stream-id']
       if (streamId === undefined || !REQUEST_ID.test(streamId)) {
         return refuse(new GatewayError('validation_error', 'Validation failed', { details: { xStreamId: streamId === undefined ? 'is required' : 'must be 1 to 200 visible ASCII characters' } }))

@@ -55,9 +55,9 @@ async function connect (url: string, token: string, streamId = 'stream-1'): Prom
 }
 
 /** An upgrade the server refuses: its status, headers and body. */
-function refusedUpgrade (url: string, headers: Record<string, string>): Promise<{ status: number, headers: Record<string, unknown>, body: any }> {
+function refusedUpgrade (url: string, headers: Record<string, string>, path = PATH): Promise<{ status: number, headers: Record<string, unknown>, body: any }> {
   return new Promise((resolve, reject) => {
-    const req = httpRequest(`${url}${PATH}`, { headers: { connection: 'Upgrade', upgrade: 'websocket', 'sec-websocket-version': '13', 'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==', ...headers } })
+    const req = httpRequest(`${url}${path}`, { headers: { connection: 'Upgrade', upgrade: 'websocket', 'sec-websocket-version': '13', 'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==', ...headers } })
     req.on('upgrade', (_res, socket) => { socket.destroy(); reject(new Error('upgraded')) })
     req.on('response', res => {
       let text = ''
@@ -122,6 +122,8 @@ t.test('the upgrade is refused with the route\'s statuses and bodies: token, sco
   const reader = await login(gw.url, NO_SCOPE_CLIENT)
   const noScope = await refusedUpgrade(gw.url, { authorization: `Bearer ${reader}`, 'x-stream-id': 's' })
   t.same([noScope.status, noScope.body], [403, { status: 'error', message: 'token lacks scope asset:track:write' }])
+  const twice = await refusedUpgrade(gw.url, { authorization: `Bearer ${token}`, 'x-stream-id': 's' }, `${PATH}?window=1&window=2`)
+  t.same([twice.status, twice.body], [400, { status: 'validation_error', message: 'window is given more than once', errors: { window: 'is given more than once' } }], 'a query parameter given twice, as on every route')
   const noId = await refusedUpgrade(gw.url, { authorization: `Bearer ${token}` })
   t.same([noId.status, noId.body], [400, { status: 'validation_error', message: 'Validation failed', errors: { xStreamId: 'is required' } }])
   const first = await connect(gw.url, token)
