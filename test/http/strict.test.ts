@@ -96,6 +96,23 @@ t.test('event evidence reads a part\'s name from its own parameter, never from i
   t.same({ status: res.status, body: res.body }, { status: 202, body: { status: 'accepted', event_id: 'evt-quoted-name', media_count: 1 } }, 'the media part is media, not a second envelope')
 })
 
+t.test('the evidence envelope and the login body are held to the same JSON policy', async t => {
+  const gw = await startTestGateway(t)
+  const token = await login(gw.url)
+  const envelope = Buffer.from(JSON.stringify(baseEnvelope({ event_id: 'evt-lone' })).replace('"cam-3"', '"cam-3","zone_id":"z\\udc00"'))
+  const body = multipartBody([{ name: 'envelope', contentType: 'application/json', data: envelope }])
+  const res = await postEvidence(gw.url, token, body)
+  t.same({ status: res.status, body: res.body }, { status: 400, body: { status: 'error', code: 'validation_error', details: { 'subject.zoneId': LONE } } }, 'a lone surrogate in the envelope')
+  t.same(await tailBus(gw.dataDir, 'stream.events.v1'), [], 'nothing published')
+
+  const refused = await fetch(`${gw.url}/api/v1/login`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: '{"grant_type":"client_credentials","client_id":"device-fleet\\ud800","client_secret":"s3cret-for-tests","audience":"evidence-gateway"}'
+  })
+  t.same({ status: refused.status, body: await refused.json() }, { status: 400, body: { error: 'invalid_request', error_description: `client_id ${LONE}` } }, 'a lone surrogate in a login field')
+})
+
 async function postEvidenceQuery (url: string, token: string, query: string): Promise<{ status: number, body: unknown }> {
   const body = multipartBody([envelopePart(baseEnvelope({ event_id: 'evt-query' }))])
   const res = await fetch(`${url}/v1/stream/events?${query}`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': `multipart/form-data; boundary=${BOUNDARY}` }, body })
