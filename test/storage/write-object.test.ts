@@ -203,3 +203,26 @@ t.test('what reading a chunk allocates does not stay reachable for the rest of t
   const grown = heap[1]! - heap[0]!
   t.ok(grown < 32 * 1024 * 1024, `heap grew ${(grown / 1024).toFixed(0)} KiB over ${CHUNKS - 1_000} chunks`)
 })
+
+t.test('an upload holding a slab past the deadline is ended with upload_too_slow; its slab is back before the store has cleaned up', async t => {
+  const pool = new SlabPool(100, 2, { holdMs: 20 })
+  let finishCleanup: () => void = () => {}
+  let cleaning: (slabsHeld: number) => void = () => {}
+  const slabsWhileCleaning = new Promise<number>(resolve => { cleaning = resolve })
+  const writer: ObjectWriter = {
+    async part () {},
+    async complete () { return { uri: 'mem://x', etag: 'e' } },
+    abort: () => new Promise<void>(resolve => { cleaning(pool.inUse); finishCleanup = resolve })
+  }
+  // A client that sent a little and then nothing, its socket still open.
+  const stalled = new Readable({ read () {} })
+  stalled.push(Buffer.alloc(30))
+  const done = writeObject(stalled, writer, pool, { signal: live(), queueSize: 1 })
+  // The pool's check does not keep a process alive; this test's wait must.
+  const alive = setInterval(() => undefined, 1000)
+  t.teardown(() => clearInterval(alive))
+  t.equal(await slabsWhileCleaning, 0, 'the slab went back before the store\'s cleanup (which may take as long as the store does)')
+  finishCleanup()
+  await t.rejects(done, { code: 'upload_too_slow', status: 408, details: { media: 'a buffer slab was held past 20 ms' } })
+  stalled.destroy()
+})
