@@ -85,6 +85,8 @@ export class SlabPool {
   private readonly accounts = new Map<string, Account>()
   private readonly leases = new Set<SlabLease>()
   private allocated = 0
+  /** Tenants holding or waiting for a slab: how many ways the pool is shared. */
+  private active = 0
   private trimTimer: NodeJS.Timeout | undefined
   private checkTimer: NodeJS.Timeout | undefined
 
@@ -125,8 +127,7 @@ export class SlabPool {
    * extra part being the reserve; and never more than `slabsPerTenant`.
    */
   private share (account: Account): number {
-    let active = account.slabs > 0 || account.waiting > 0 ? 0 : 1
-    for (const a of this.accounts.values()) if (a.slabs > 0 || a.waiting > 0) active++
+    const active = this.active + (isActive(account) ? 0 : 1)
     return Math.min(this.limits.slabsPerTenant, Math.max(1, Math.floor(this.maxSlabs / (active + 1))))
   }
 
@@ -135,12 +136,14 @@ export class SlabPool {
     if (signal.aborted) return Promise.reject(signal.reason)
     const slab = account.slabs < this.share(account) ? this.take() : undefined
     if (slab) {
+      if (!isActive(account)) this.active++
       account.slabs++
       return Promise.resolve(slab)
     }
     return new Promise((resolve, reject) => {
       const leave = (): void => {
         account.waiting--
+        if (!isActive(account)) this.active--
         this.waiters.splice(this.waiters.indexOf(waiter), 1)
         clearTimeout(timer)
         signal.removeEventListener('abort', onAbort)
@@ -152,6 +155,7 @@ export class SlabPool {
       }, this.limits.waitMs)
       const waiter: Waiter = { account, grant: s => { leave(); resolve(s) } }
       signal.addEventListener('abort', onAbort, { once: true })
+      if (!isActive(account)) this.active++
       account.waiting++
       this.waiters.push(waiter)
     })
@@ -160,6 +164,7 @@ export class SlabPool {
   /** @internal */
   release (account: Account, slab: Uint8Array): void {
     account.slabs--
+    if (!isActive(account)) this.active--
     this.free.push(slab)
     this.dispatch()
     if (this.free.length === this.allocated) this.scheduleTrim()
@@ -288,6 +293,10 @@ export class SlabLease {
     this.closed = true
     this.pool.close(this.tenant, this.account, this)
   }
+}
+
+function isActive (account: Account): boolean {
+  return account.slabs > 0 || account.waiting > 0
 }
 
 function busy (reason: string): GatewayError {
