@@ -12,7 +12,7 @@ export const INT64_MAX = 2n ** 63n - 1n
 /** Digits of an integer literal that always fits an int64: only longer ones are compared. */
 const INT64_SAFE_DIGITS = 18
 
-const LONE_SURROGATE = 'must not hold a lone surrogate (\\uD800 to \\uDFFF unpaired)'
+const LONE_SURROGATE = 'must be well-formed Unicode (no lone surrogates)'
 const PAST_INT64 = 'must be an integer from -9223372036854775808 to 9223372036854775807'
 
 /**

@@ -11,7 +11,7 @@ import { multipartBody, envelopePart, baseEnvelope, postEvidence, clip, BOUNDARY
  * multipart name read only from the part's own parameters. Each answer is
  * the route's own 400 body.
  */
-const LONE = 'must not hold a lone surrogate (\\uD800 to \\uDFFF unpaired)'
+const LONE = 'must be well-formed Unicode (no lone surrogates)'
 const PAST = 'must be an integer from -9223372036854775808 to 9223372036854775807'
 
 t.test('the harness holds run bodies to the JSON policy, and starts nothing for them', async t => {

@@ -3,7 +3,7 @@ import { jsonTextProblems } from '../../src/validation/index.js'
 
 /** jsonTextProblems as every route calls it: the parsed value and the bytes it came from. */
 const problems = (text: string): Record<string, string> => jsonTextProblems(Buffer.from(text), JSON.parse(text))
-const LONE = 'must not hold a lone surrogate (\\uD800 to \\uDFFF unpaired)'
+const LONE = 'must be well-formed Unicode (no lone surrogates)'
 const PAST = 'must be an integer from -9223372036854775808 to 9223372036854775807'
 
 t.test('a lone surrogate escape is refused in every string, named where it is', async t => {
