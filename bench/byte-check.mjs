@@ -15,7 +15,9 @@ const num = (name, def) => (process.env[name] ? Number(process.env[name]) : def)
 const ROUNDS = num('BYTE_CHECK_ROUNDS', 5)
 const SECONDS = num('BYTE_CHECK_SECONDS', 2)
 
-const { acceptedAssetId, recordErrors } = await import(join(REPO_DIR, 'dist', 'telemetry', 'record.js'))
+const { recordChecks } = await import(join(REPO_DIR, 'dist', 'telemetry', 'record.js'))
+const { METRICS_SCHEMA } = await import(join(REPO_DIR, 'dist', 'telemetry', 'schema.js'))
+const { acceptedAssetId, recordErrors } = recordChecks([METRICS_SCHEMA])
 const { compileBodyCheck } = await import(join(REPO_DIR, 'dist', 'validation', 'index.js'))
 const raw = readFileSync(join(REPO_DIR, 'test', 'fixtures', 'asset-track.json'))
 const headers = { 'content-type': 'application/json', 'x-request-id': 'req-1', 'x-request-timestamp': '1763799330' }

@@ -86,7 +86,7 @@ export async function startGateway (config: Config, log: Logger): Promise<Gatewa
     const stream = telemetry.stream(log.child({ component: 'telemetry-stream' }), registry)
     main!.websocket(STREAM_PATH, stream.behavior())
     closing.push(() => stream.close())
-    openApi.push(telemetryOpenApi)
+    openApi.push(telemetryOpenApi(config.telemetryMetricsSchemas))
     const objects = createObjectStore(config, state, incarnation, log)
     await objects.start()
     stoppers.push(() => objects.stop?.())

@@ -37,7 +37,7 @@ import { Kafka, Partitioners, logLevel } from 'kafkajs'
 import { Ajv } from 'ajv'
 import addFormats from 'ajv-formats'
 import { importSPKI, jwtVerify } from 'jose'
-import { assetTrackingSchema } from '../../dist/telemetry/schema.js'
+import { assetTrackingSchema, METRICS_SCHEMA } from '../../dist/telemetry/schema.js'
 import { isIsoDateTimeWithZone } from '../../dist/validation/formats.js'
 
 const env = process.env
@@ -105,7 +105,7 @@ app.addHook('onRequest', async (request, reply) => {
   request.clientId = typeof payload.client_id === 'string' ? payload.client_id : payload.sub
 })
 
-app.post('/v1/asset/track', { schema: { headers: headersSchema, body: assetTrackingSchema } }, async (request, reply) => {
+app.post('/v1/asset/track', { schema: { headers: headersSchema, body: assetTrackingSchema([METRICS_SCHEMA]) } }, async (request, reply) => {
   const record = request.body
   const requestId = request.headers['x-request-id']
   await producer.send({

@@ -115,6 +115,17 @@ export function isCluster (config: Pick<Config, 'bus' | 'storage'>): boolean {
   return config.bus === 'kafka' && config.storage === 's3'
 }
 
+/** The spec's `metrics.schema`: an operator adds others beside it, never instead of it. */
+const SPEC_METRICS_SCHEMA = 'svc.metrics@1.0'
+/** A schema name as devices send it: short visible ASCII, so the hot path compares its bytes. */
+const METRICS_SCHEMA_NAME = /^[\x21-\x7e]{1,64}$/
+
+function metricsSchemaProblems (schemas: readonly string[]): string[] {
+  const problems = schemas.filter(s => !METRICS_SCHEMA_NAME.test(s)).map(s => `TELEMETRY_METRICS_SCHEMAS: ${JSON.stringify(s)} must be 1 to 64 visible ASCII characters`)
+  if (!schemas.includes(SPEC_METRICS_SCHEMA)) problems.push(`TELEMETRY_METRICS_SCHEMAS must include ${SPEC_METRICS_SCHEMA}, the spec's value, beside the values it adds`)
+  return problems
+}
+
 /** Most worker processes: past a few per core they only add memory and LMDB readers. */
 export const MAX_WORKERS = 256
 
@@ -159,6 +170,7 @@ function crossChecks (c: Config, env: NodeJS.ProcessEnv): string[] {
   }
   if (c.httpBodyBufferBytes < c.telemetryMaxBody) problems.push(`HTTP_BODY_BUFFER_BYTES (${c.httpBodyBufferBytes}) must hold at least one TELEMETRY_MAX_BODY (${c.telemetryMaxBody})`)
   if (c.httpBodyBufferBytes < c.telemetryBatchMaxBody) problems.push(`HTTP_BODY_BUFFER_BYTES (${c.httpBodyBufferBytes}) must hold at least one TELEMETRY_BATCH_MAX_BODY (${c.telemetryBatchMaxBody})`)
+  problems.push(...metricsSchemaProblems(c.telemetryMetricsSchemas))
   if (c.storageBufferBytes < c.s3PartSize) problems.push(`STORAGE_BUFFER_BYTES (${c.storageBufferBytes}) must hold at least one S3_PART_SIZE (${c.s3PartSize})`)
   return problems
 }

@@ -77,6 +77,7 @@ export const variables = [
   { name: 'TELEMETRY_BATCH_MAX_BODY', type: 'integer', default: 8 * MiB, minimum: 1, description: 'largest batch body in bytes (413 past it)' },
   { name: 'TELEMETRY_STREAM_WINDOW_RECORDS', type: 'integer', default: 1000, minimum: 1, description: 'records a telemetry stream may have unacknowledged; more are refused `overloaded`' },
   { name: 'TELEMETRY_STREAM_WINDOW_BYTES', type: 'integer', default: MiB, minimum: 1024, description: 'bytes of those records; also the largest stream message (uWS drops a stream that sends a larger one)' },
+  { name: 'TELEMETRY_METRICS_SCHEMAS', type: 'list', default: ['svc.metrics@1.0'], description: '`metrics.schema` values asset track accepts: the spec\'s `svc.metrics@1.0`, which stays accepted, and any the devices of a system being migrated send (e.g. `svc.metrics@1.0,miot.metrics@1.0`; README)' },
   { name: 'TELEMETRY_STREAM_PER_CLIENT', type: 'integer', default: 8, minimum: 1, description: 'telemetry streams one client may hold open; more get 429 `too_many_streams`' },
 
   // Storage

@@ -1,16 +1,16 @@
 import type { OutgoingMessage } from '../bus/index.js'
 import { GatewayError } from '../errors.js'
 import { errorBody } from '../http/index.js'
-import { acceptedRecordAssetId, bodyErrors, spliceMessage, toMessage, type AssetTrackingData, type Receipt } from './record.js'
+import { spliceMessage, toMessage, type AssetTrackingData, type Receipt, type RecordChecks } from './record.js'
 
 /**
  * One record of a batch or a stream, from its bytes: its bus message, or the
  * error a one-record request with these bytes would be answered with (the
  * same checks, in the same order, so the same field-keyed errors).
  */
-export function recordMessage (bytes: Buffer, receipt: Receipt, maxBytes: number): OutgoingMessage | GatewayError {
+export function recordMessage (checks: RecordChecks, bytes: Buffer, receipt: Receipt, maxBytes: number): OutgoingMessage | GatewayError {
   if (bytes.length > maxBytes) return recordTooLarge(maxBytes)
-  const assetId = acceptedRecordAssetId(bytes)
+  const assetId = checks.acceptedRecordAssetId(bytes)
   if (assetId !== undefined) return spliceMessage(assetId, bytes, receipt)
   const text = bytes.toString('utf8')
   let record: unknown
@@ -19,7 +19,7 @@ export function recordMessage (bytes: Buffer, receipt: Receipt, maxBytes: number
   } catch {
     return new GatewayError('invalid_json', 'request body is not valid JSON', { details: { body: 'must be valid JSON' } })
   }
-  const errors = bodyErrors(record, bytes)
+  const errors = checks.bodyErrors(record, bytes)
   if (Object.keys(errors).length > 0) return new GatewayError('validation_error', 'Validation failed', { details: errors })
   return toMessage(record as AssetTrackingData, text, receipt)
 }

@@ -1,5 +1,5 @@
 export { TelemetryService, TELEMETRY_SCOPE } from './service.js'
-export { recordErrors, toMessage, type AssetTrackingData } from './record.js'
-export { assetTrackingSchema } from './schema.js'
+export { recordChecks, toMessage, type AssetTrackingData, type RecordChecks } from './record.js'
+export { assetTrackingSchema, METRICS_SCHEMA } from './schema.js'
 export { telemetryOpenApi } from './openapi.js'
 export { STREAM_PATH, TOKEN_EXPIRED, GOING_AWAY, type TelemetryStream } from './stream.js'

@@ -13,8 +13,9 @@ const batchAnswer = {
   }
 }
 
-export const telemetryOpenApi = {
-  schemas: { AssetTrackingData: assetTrackingSchema },
+/** The routes of asset track; the record's schema accepts these `metrics.schema` values. */
+export const telemetryOpenApi = (metricsSchemas: readonly string[]) => ({
+  schemas: { AssetTrackingData: assetTrackingSchema(metricsSchemas) },
   paths: {
     '/v1/asset/track': {
       post: {
@@ -63,4 +64,4 @@ export const telemetryOpenApi = {
       }
     }
   }
-}
+})

@@ -9,12 +9,9 @@ export interface AssetTrackingData {
   [field: string]: unknown
 }
 
-export const validateRecord = compileSchema<AssetTrackingData>(assetTrackingSchema)
-
 /** Members the gateway adds to the published record: one already in the body is overwritten. */
 const ADDED = ['client_id', 'received_at', 'request_id']
 const CLOSE_OBJECT = 0x7d
-const checkRecordBytes = compileBodyCheck(assetTrackingSchema, ['asset_id', ...ADDED])
 
 const EPOCH_SECONDS = /^\d{1,12}$/
 const JSON_TYPE = /^application\/json\s*(;|$)/i
@@ -33,56 +30,76 @@ export function headerErrors (headers: Readonly<Record<string, string>>): Record
 }
 
 /**
- * Every problem with the request, or an empty map. `raw`, the bytes `record`
- * was parsed from, is checked for what the parsed value cannot show
- * (duplicated keys, numbers beyond JSON, nesting): the published message is
- * those bytes, so they must mean exactly what was validated.
+ * The checks of a record, compiled once for the `metrics.schema` values
+ * this process accepts (TELEMETRY_METRICS_SCHEMAS).
  */
-export function recordErrors (record: unknown, headers: Readonly<Record<string, string>>, raw?: Uint8Array): Record<string, string> {
-  const errors = headerErrors(headers)
-  const problems = bodyErrors(record, raw)
-  for (const key in problems) errors[key] ??= problems[key]!
-  return errors
+export interface RecordChecks {
+  /**
+   * Every problem with the request, or an empty map. `raw`, the bytes
+   * `record` was parsed from, is checked for what the parsed value cannot
+   * show (duplicated keys, numbers beyond JSON, nesting): the published
+   * message is those bytes, so they must mean exactly what was validated.
+   */
+  recordErrors: (record: unknown, headers: Readonly<Record<string, string>>, raw?: Uint8Array) => Record<string, string>
+  /** The problems of the record alone (a record of a batch, whose headers are the batch's). */
+  bodyErrors: (record: unknown, raw?: Uint8Array) => Record<string, string>
+  /**
+   * The record's asset_id when the request is certainly valid, read from
+   * the headers and the body's bytes without parsing them
+   * (validation/byte-check.ts), and the body holds none of the members the
+   * gateway adds, so spliceMessage can publish it. Undefined otherwise:
+   * JSON.parse and recordErrors then decide, and name every problem.
+   */
+  acceptedAssetId: (headers: Readonly<Record<string, string>>, raw: Buffer) => string | undefined
+  /** acceptedAssetId for the bytes of one record, headers aside. */
+  acceptedRecordAssetId: (raw: Buffer) => string | undefined
 }
 
-/** The problems of the record alone (a record of a batch, whose headers are the batch's). */
-export function bodyErrors (record: unknown, raw?: Uint8Array): Record<string, string> {
-  const errors: Record<string, string> = {}
-  if (raw !== undefined) {
-    const problems = jsonTextProblems(raw, record)
-    for (const key in problems) errors[key] ??= problems[key]!
+export function recordChecks (metricsSchemas: readonly string[]): RecordChecks {
+  const schema = assetTrackingSchema(metricsSchemas)
+  const validateRecord = compileSchema<AssetTrackingData>(schema)
+  const checkRecordBytes = compileBodyCheck(schema, ['asset_id', ...ADDED])
+
+  function bodyErrors (record: unknown, raw?: Uint8Array): Record<string, string> {
+    const errors: Record<string, string> = {}
+    if (raw !== undefined) {
+      const problems = jsonTextProblems(raw, record)
+      for (const key in problems) errors[key] ??= problems[key]!
+    }
+    if (!validateRecord(record)) {
+      const problems = errorMap(validateRecord.errors)
+      for (const key in problems) errors[key] ??= problems[key]!
+    } else {
+      const problem = labelProblem(record.asset_id)
+      if (problem !== undefined) errors['assetId'] ??= problem
+    }
+    return errors
   }
-  if (!validateRecord(record)) {
-    const problems = errorMap(validateRecord.errors)
-    for (const key in problems) errors[key] ??= problems[key]!
-  } else {
-    const problem = labelProblem(record.asset_id)
-    if (problem !== undefined) errors['assetId'] ??= problem
+
+  function acceptedRecordAssetId (raw: Buffer): string | undefined {
+    const captured = checkRecordBytes(raw)
+    if (captured === undefined) return undefined
+    const assetId = captured['asset_id']
+    if (typeof assetId !== 'string' || labelProblem(assetId) !== undefined) return undefined
+    for (const key of ADDED) if (key in captured) return undefined
+    return assetId
   }
-  return errors
-}
 
-/**
- * The record's asset_id when the request is certainly valid, read from the
- * headers and the body's bytes without parsing them (validation/byte-check.ts),
- * and the body holds none of the members the gateway adds, so spliceMessage
- * can publish it. Undefined otherwise: JSON.parse and recordErrors then
- * decide, and name every problem.
- */
-export function acceptedAssetId (headers: Readonly<Record<string, string>>, raw: Buffer): string | undefined {
-  const assetId = acceptedRecordAssetId(raw)
-  if (assetId === undefined || Object.keys(headerErrors(headers)).length > 0) return undefined
-  return assetId
-}
-
-/** acceptedAssetId for the bytes of one record, headers aside. */
-export function acceptedRecordAssetId (raw: Buffer): string | undefined {
-  const captured = checkRecordBytes(raw)
-  if (captured === undefined) return undefined
-  const assetId = captured['asset_id']
-  if (typeof assetId !== 'string' || labelProblem(assetId) !== undefined) return undefined
-  for (const key of ADDED) if (key in captured) return undefined
-  return assetId
+  return {
+    recordErrors (record, headers, raw) {
+      const errors = headerErrors(headers)
+      const problems = bodyErrors(record, raw)
+      for (const key in problems) errors[key] ??= problems[key]!
+      return errors
+    },
+    bodyErrors,
+    acceptedAssetId (headers, raw) {
+      const assetId = acceptedRecordAssetId(raw)
+      if (assetId === undefined || Object.keys(headerErrors(headers)).length > 0) return undefined
+      return assetId
+    },
+    acceptedRecordAssetId
+  }
 }
 
 export const TELEMETRY_SCHEMA_HEADER = 'asset-tracking-data@1'

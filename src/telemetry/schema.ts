@@ -38,7 +38,12 @@ export const metricItemSchema = {
   }
 }
 
-export const assetTrackingSchema = {
+/**
+ * The record's schema accepting these `metrics.schema` values: the spec's,
+ * and any an operator lists (TELEMETRY_METRICS_SCHEMAS) for devices that
+ * cannot be re-flashed. Any other value is refused in the spec's words.
+ */
+export const assetTrackingSchema = (metricsSchemas: readonly string[]) => ({
   $id: 'AssetTrackingData',
   type: 'object',
   required: ['asset_id', 'timestamp'],
@@ -84,7 +89,7 @@ export const assetTrackingSchema = {
       type: 'object',
       required: ['schema', 'items'],
       properties: {
-        schema: { const: METRICS_SCHEMA, 'x-error': `must equal ${METRICS_SCHEMA}` },
+        schema: { enum: [...metricsSchemas], 'x-error': `must equal ${METRICS_SCHEMA}` },
         items: { type: 'array', minItems: 1, maxItems: 200, items: metricItemSchema, 'x-error': 'must hold 1 to 200 metric items' },
         seq: int64(0),
         device_ts: rfc3339,
@@ -110,4 +115,4 @@ export const assetTrackingSchema = {
       }
     }
   }
-} as const
+})

@@ -9,7 +9,7 @@ import { isoNow } from '../ops/index.js'
 import { arraySpans, ndjsonSpans, type Spans } from './batch-body.js'
 import { batchAnswer, recordMessage, recordRequestId, resultText } from './batch.js'
 import { TelemetryStream } from './stream.js'
-import { acceptedAssetId, headerErrors, recordErrors, spliceMessage, toMessage, type AssetTrackingData, type Receipt } from './record.js'
+import { headerErrors, recordChecks, spliceMessage, toMessage, type AssetTrackingData, type Receipt, type RecordChecks } from './record.js'
 
 export const TELEMETRY_SCOPE = 'asset:track:write'
 /** Serialised once: every accepted record gets these same bytes. */
@@ -63,8 +63,10 @@ export class TelemetryService {
   /** One function answers every record, when its batch is acknowledged or fails. */
   private readonly answer: Settled<RequestContext>
   private readonly answerBatchRecord: Settled<BatchRecord>
+  private readonly checks: RecordChecks
 
   constructor (private readonly config: Config, bus: Bus, private readonly verifier: TokenVerifier, registry?: Registry) {
+    this.checks = recordChecks(config.telemetryMetricsSchemas)
     const published = registry && new Counter({ name: 'telemetry_records_total', help: 'Telemetry records accepted (published on the bus)', registers: [registry] })
     // A send's cost is mostly fixed: records per batch is what tells an operator whether batching pays.
     const batches = registry && new Histogram({ name: 'telemetry_batch_records', help: 'Records per bus send of telemetry', buckets: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000], registers: [registry] })
@@ -96,7 +98,7 @@ export class TelemetryService {
 
   /** The stream (stream.ts), on the same batcher as the routes. */
   stream (log: Logger, registry?: Registry): TelemetryStream {
-    return new TelemetryStream(this.batcher, this.verifier, TELEMETRY_SCOPE, {
+    return new TelemetryStream(this.batcher, this.checks, this.verifier, TELEMETRY_SCOPE, {
       windowRecords: this.config.telemetryStreamWindowRecords,
       windowBytes: this.config.telemetryStreamWindowBytes,
       perClient: this.config.telemetryStreamPerClient,
@@ -141,7 +143,7 @@ export class TelemetryService {
     for (let i = 0; i < spans.length; i++) {
       const [start, end] = spans[i]!
       const receipt = { clientId: claims.client_id, requestId: recordRequestId(ctx.requestId, i), receivedAt, tenantKey: claims.tenantKey }
-      const result = recordMessage(raw.subarray(start, end), receipt, this.config.telemetryMaxBody)
+      const result = recordMessage(this.checks, raw.subarray(start, end), receipt, this.config.telemetryMaxBody)
       if (result instanceof GatewayError) {
         request.results[i] = resultText(i, result)
         request.failures.push(result)
@@ -160,8 +162,8 @@ export class TelemetryService {
   private track (ctx: RequestContext, claims: TokenClaims): typeof LATER {
     const receipt = { clientId: claims.client_id, requestId: ctx.requestId, receivedAt: isoNow(), tenantKey: claims.tenantKey }
     const raw = ctx.rawBody
-    const assetId = raw === undefined ? undefined : acceptedAssetId(ctx.headers, raw)
-    const message = assetId !== undefined ? spliceMessage(assetId, raw!, receipt) : checkedMessage(ctx, receipt)
+    const assetId = raw === undefined ? undefined : this.checks.acceptedAssetId(ctx.headers, raw)
+    const message = assetId !== undefined ? spliceMessage(assetId, raw!, receipt) : checkedMessage(this.checks, ctx, receipt)
     const refused = this.batcher.submit(message, ctx, this.answer)
     if (refused !== undefined) throw refused
     return LATER
@@ -189,9 +191,9 @@ function batchSpans (headers: Readonly<Record<string, string>>, raw: Buffer, max
 }
 
 /** The full path: parse, then name every problem (400) or build the message. */
-function checkedMessage (ctx: RequestContext, receipt: Receipt): BusMessage {
+function checkedMessage (checks: RecordChecks, ctx: RequestContext, receipt: Receipt): BusMessage {
   const record = ctx.json()
-  const errors = recordErrors(record, ctx.headers, ctx.rawBody)
+  const errors = checks.recordErrors(record, ctx.headers, ctx.rawBody)
   if (Object.keys(errors).length > 0) throw new GatewayError('validation_error', 'Validation failed', { details: errors })
   return toMessage(record as AssetTrackingData, ctx.bodyText, receipt)
 }

@@ -8,6 +8,7 @@ import { errorBody, parseQuery, statusLine } from '../http/index.js'
 import { isoNow } from '../ops/index.js'
 import { REQUEST_ID } from '../validation/index.js'
 import { recordMessage, recordRequestId } from './batch.js'
+import type { RecordChecks } from './record.js'
 import { readFrame } from './stream-frame.js'
 
 export const STREAM_PATH = '/v1/asset/track:stream'
@@ -73,6 +74,7 @@ export class TelemetryStream {
 
   constructor (
     private readonly batcher: MicroBatcher,
+    private readonly checks: RecordChecks,
     private readonly verifier: TokenVerifier,
     private readonly scope: string,
     private readonly limits: StreamLimits,
@@ -193,7 +195,7 @@ export class TelemetryStream {
     for (let i = 0; i < spans.length; i++) {
       const [start, end] = spans[i]!
       const receipt = { clientId: conn.claims.client_id, requestId: recordRequestId(conn.streamId, seq + i), receivedAt, tenantKey: conn.claims.tenantKey }
-      const result = recordMessage(message.subarray(start, end), receipt, this.limits.maxRecord)
+      const result = recordMessage(this.checks, message.subarray(start, end), receipt, this.limits.maxRecord)
       if (result instanceof GatewayError) this.tell(conn, seq + i, result)
       else {
         messages.push(result)

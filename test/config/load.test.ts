@@ -173,3 +173,15 @@ t.test('WORKERS: spaces around it, several digits, and 256 itself are fine', asy
   t.equal(workerCount('12'), 12)
   t.equal(workerCount('256'), 256)
 })
+
+t.test('TELEMETRY_METRICS_SCHEMAS adds values to the spec\'s, never replaces it', async t => {
+  t.same(loadConfig({}).telemetryMetricsSchemas, ['svc.metrics@1.0'], 'the spec\'s value alone by default')
+  t.same(loadConfig({ TELEMETRY_METRICS_SCHEMAS: 'svc.metrics@1.0, miot.metrics@1.0' }).telemetryMetricsSchemas, ['svc.metrics@1.0', 'miot.metrics@1.0'])
+  t.equal(problemsOf({ TELEMETRY_METRICS_SCHEMAS: 'miot.metrics@1.0' }),
+    'invalid configuration:\n  - TELEMETRY_METRICS_SCHEMAS must include svc.metrics@1.0, the spec\'s value, beside the values it adds')
+  t.equal(problemsOf({ TELEMETRY_METRICS_SCHEMAS: `svc.metrics@1.0,${'x'.repeat(65)}` }),
+    `invalid configuration:\n  - TELEMETRY_METRICS_SCHEMAS: "${'x'.repeat(65)}" must be 1 to 64 visible ASCII characters`)
+  t.equal(problemsOf({ TELEMETRY_METRICS_SCHEMAS: `svc.metrics@1.0,${'x'.repeat(64)}` }), 'valid', '64 characters')
+  t.equal(problemsOf({ TELEMETRY_METRICS_SCHEMAS: 'svc.metrics@1.0,mïot' }),
+    'invalid configuration:\n  - TELEMETRY_METRICS_SCHEMAS: "mïot" must be 1 to 64 visible ASCII characters')
+})

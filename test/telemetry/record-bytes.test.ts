@@ -1,7 +1,10 @@
 import t from 'tap'
 import { readFileSync } from 'node:fs'
 import type { OutgoingMessage, Splice } from '../../src/bus/index.js'
-import { acceptedAssetId, recordErrors, spliceMessage, toMessage, type AssetTrackingData } from '../../src/telemetry/record.js'
+import { recordChecks, spliceMessage, toMessage, type AssetTrackingData } from '../../src/telemetry/record.js'
+import { METRICS_SCHEMA } from '../../src/telemetry/schema.js'
+
+const { acceptedAssetId, recordErrors } = recordChecks([METRICS_SCHEMA])
 
 /**
  * The hot path (acceptedAssetId, reading bytes) against the full path

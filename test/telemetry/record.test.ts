@@ -1,6 +1,8 @@
 import t from 'tap'
 import { readFileSync } from 'node:fs'
-import { recordErrors, toMessage, type AssetTrackingData } from '../../src/telemetry/index.js'
+import { METRICS_SCHEMA, recordChecks, toMessage, type AssetTrackingData } from '../../src/telemetry/index.js'
+
+const { recordErrors } = recordChecks([METRICS_SCHEMA])
 
 const example = JSON.parse(readFileSync(new URL('../fixtures/asset-track.json', import.meta.url), 'utf8')) as AssetTrackingData
 const headers = { 'content-type': 'application/json', 'x-request-id': 'req-1', 'x-request-timestamp': '1763799330' }
