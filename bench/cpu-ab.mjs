@@ -108,7 +108,7 @@ function telemetryRequest (token) {
 }
 
 /**
- * From the gateway's /metrics: its `telemetry_batch_records` histogram
+ * From the gateway's /metrics: its `gateway_telemetry_batch_records` histogram
  * (count, sum) and the seconds its main thread spent in GC, all kinds
  * (prom-client's default metrics); undefined for the Go peer.
  */
@@ -118,7 +118,7 @@ async function gatewayStats (v) {
   const value = name => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1])
   let gc = 0
   for (const m of text.matchAll(/^nodejs_gc_duration_seconds_sum\{[^}]*\} (\S+)$/gm)) gc += Number(m[1])
-  return { count: value('telemetry_batch_records_count'), sum: value('telemetry_batch_records_sum'), gc }
+  return { count: value('gateway_telemetry_batch_records_count'), sum: value('gateway_telemetry_batch_records_sum'), gc }
 }
 
 const recordsPerBatch = (a, b) => a && b && b.count > a.count ? (b.sum - a.sum) / (b.count - a.count) : undefined

@@ -3,9 +3,11 @@
 # kubeconform, promtool, and the JSON schemas kubeconform validates against, all offline. Installed
 # once into the cache scripts/infra.sh uses (outside the repository), as it installs Kafka and MinIO.
 #
-# Usage: scripts/deploy-tools.sh [install|env]
+# Usage: scripts/deploy-tools.sh [install|env|promtool]
 #   install  install what is missing, then print the env lines (stdout)
 #   env      print the env lines of what is installed; exit 1 if something is missing
+#   promtool install promtool alone if missing, then print its PROMTOOL line (the metrics tests need
+#            nothing else, and helm takes long to build)
 #
 # Env lines: HELM=<binary> KUBECONFORM=<binary> PROMTOOL=<binary>
 #   KUBE_SCHEMA_LOCATIONS=<kubeconform -schema-location templates, separated by spaces>
@@ -176,5 +178,6 @@ EOF
 case "${1:-install}" in
   install) install; print_env ;;
   env) print_env ;;
-  *) echo "usage: $0 [install|env]" >&2; exit 2 ;;
+  promtool) cached promtool "$PROMTOOL_HOME" build_promtool; echo "PROMTOOL=$PROMTOOL_HOME/bin/promtool" ;;
+  *) echo "usage: $0 [install|env|promtool]" >&2; exit 2 ;;
 esac

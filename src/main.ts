@@ -2,11 +2,11 @@ import type { Logger } from 'pino'
 import { Registry, collectDefaultMetrics } from 'prom-client'
 import { AuthService, LmdbClientStore, LmdbKeyVault, SharedClientStore, SharedKeyVault, type AuthStores } from './auth/index.js'
 import { hostname } from 'node:os'
-import { createBus, createKafkaClient } from './bus/index.js'
+import { createBus, createKafkaClient, measurePublish } from './bus/index.js'
 import { SharedDocuments } from './cluster/index.js'
-import { isCluster, type Config } from './config/index.js'
+import { isCluster, startupStep, type Config } from './config/index.js'
 import { HttpServer, bodyBudget, loadUws, type HttpServerOptions } from './http/index.js'
-import { IdleCollector, Readiness, capYoungGeneration, disablePretenuring, metricsSource, opsRoutes, openApiRoute, workerSlot, type OpenApiPart } from './ops/index.js'
+import { IdleCollector, Readiness, buildInfo, capYoungGeneration, disablePretenuring, metricsSource, opsRoutes, openApiRoute, workerSlot, type OpenApiPart } from './ops/index.js'
 import { EvidenceService, LocalLedger, PUBLISH_WAIT_MS, SharedLedger, evidenceOpenApi, type EvidenceLedger } from './evidence/index.js'
 import { consoleRoutes } from './console/index.js'
 import { FrontDoor } from './frontdoor/index.js'
@@ -31,14 +31,19 @@ export async function startGateway (config: Config, log: Logger): Promise<Gatewa
   const roles = new Set(config.roles)
   const registry = new Registry()
   collectDefaultMetrics({ register: registry })
+  buildInfo(registry, uwsBuild)
 
-  const state = openState(config.dataDir)
+  const dataDir = `DATA_DIR=${config.dataDir}`
+  const writable = `DATA_DIR must be a directory that user ${process.getuid?.() ?? '?'} can create, read and write`
+  const state = await startupStep(`${dataDir}: cannot open the state database`, writable, () => openState(config.dataDir))
   // Whatever this process claims (event_ids, partial files) is free once it is gone.
   const incarnation = await Incarnation.start(state)
   const readiness = new Readiness()
   readiness.add('lmdb', () => checkState(state))
   const bus = await createBus(config, state, log)
-  await bus.start()
+  measurePublish(bus, registry)
+  await startupStep(config.bus === 'kafka' ? `BUS=kafka, KAFKA_BROKERS=${config.kafkaBrokers?.join(',')}: cannot start the bus` : `${dataDir}: cannot start the local bus`,
+    config.bus === 'kafka' ? 'check that the brokers answer and the credentials (KAFKA_SASL_MECHANISM, KAFKA_TLS) match them' : writable, () => bus.start())
   // Login and evidence serve through a broker outage (the ledger keeps what it accepts): telemetry's pool asks /health/ready/bus.
   readiness.add('bus', () => bus.probe(), { required: false })
   const stoppers: Array<() => Promise<void> | void> = [() => incarnation.stop(), () => bus.close()]
@@ -46,8 +51,8 @@ export async function startGateway (config: Config, log: Logger): Promise<Gatewa
   let documents: SharedDocuments | undefined
   if (isCluster(config)) {
     documents = new SharedDocuments(config)
-    await documents.start()
-    await checkConditionalWrites(documents, config)
+    await startupStep(s3Where(config, 'cannot reach the bucket the cluster shares'), S3_FIX, () => documents!.start())
+    await startupStep(s3Where(config, 'cannot check conditional writes'), S3_FIX, () => checkConditionalWrites(documents!, config))
     // Stopped after everything that uses it (stoppers run in reverse).
     stoppers.push(() => documents!.stop())
     authStores = { clients: new SharedClientStore(documents), keys: new SharedKeyVault(documents) }
@@ -75,7 +80,7 @@ export async function startGateway (config: Config, log: Logger): Promise<Gatewa
     main = new HttpServer({ ...http, name: 'gateway' })
     servers.push(main)
     opsRoutes(readiness, metricsSource(registry)).forEach(r => main!.route(r))
-    auth = new AuthService(config, authStores, log)
+    auth = new AuthService(config, authStores, log, registry)
     await auth.start()
     stoppers.push(() => auth!.stop())
     if (roles.has('auth')) auth.routes().forEach(r => main!.route(r))
@@ -88,7 +93,8 @@ export async function startGateway (config: Config, log: Logger): Promise<Gatewa
     closing.push(() => stream.close())
     openApi.push(telemetryOpenApi(config.telemetryMetricsSchemas))
     const objects = createObjectStore(config, state, incarnation, log)
-    await objects.start()
+    await startupStep(config.storage === 's3' ? s3Where(config, 'cannot start the object store') : `${dataDir}: cannot start the object store`,
+      config.storage === 's3' ? S3_FIX : writable, () => objects.start())
     stoppers.push(() => objects.stop?.())
     readiness.add('storage', () => objects.probe())
     const ledger: EvidenceLedger = documents
@@ -127,12 +133,13 @@ export async function startGateway (config: Config, log: Logger): Promise<Gatewa
     // On one node runs commit to LMDB and are published later; in a cluster the runs group says what Kafka allows.
     harnessReadiness.add('bus', () => harness.busState(), { required: false })
     if (cluster) harnessReadiness.add('runs', () => harness.clusterState())
-    // `/metrics` here too: the console served on this port reads the ingest rates from its own origin.
-    opsRoutes(harnessReadiness, metricsSource(registry)).forEach(r => server.route(r))
+    // `/metrics` on one port of the process, so that a Prometheus scraping both counts each series once.
+    const metrics = metricsSource(registry)
+    opsRoutes(harnessReadiness, main ? undefined : metrics).forEach(r => server.route(r))
     server.route(openApiRoute([harnessOpenApi]))
     harness.routes().forEach(r => server.route(r))
     if (peer) harness.routes(true).forEach(r => peer.route(r))
-    consoleRoutes().forEach(r => server.route(r))
+    consoleRoutes(() => metrics.text()).forEach(r => server.route(r))
     harnessPort = await server.listen(config.host, config.harnessPort)
     afterListen.push(() => harness.afterListen())
   }
@@ -166,6 +173,12 @@ export async function startGateway (config: Config, log: Logger): Promise<Gatewa
       return { drained }
     }
   }
+}
+
+const S3_FIX = 'check that the bucket exists, S3_ENDPOINT (and S3_FORCE_PATH_STYLE for MinIO) reach it, and the credentials (AWS_ACCESS_KEY_ID) may read and write it'
+
+function s3Where (config: Config, what: string): string {
+  return `S3_BUCKET=${config.s3Bucket} at ${config.s3Endpoint ?? `AWS (${config.s3Region})`}: ${what}`
 }
 
 /** Where the other members of a cluster reach this process: CLUSTER_ADVERTISED_HOST, or HOST unless it listens everywhere. */

@@ -17,7 +17,7 @@
 //                   the drain is timed from the thaw to an empty outbox
 //
 // After every row the load stops and the outbox backlog
-// (evidence_outbox_backlog from GET /metrics, polled every 50 ms) is timed
+// (gateway_evidence_outbox_backlog from GET /metrics, polled every 50 ms) is timed
 // to zero: a backlog left at the end of an unfrozen row means the relay fell
 // behind what ingest accepted. The gateway, its hash workers and its relay on
 // the server CPU; wrk, Kafka and MinIO on the load CPU.
@@ -80,7 +80,7 @@ function eventsLua (token, clipBytes, stamp) {
 async function backlog (server) {
   try {
     const text = await (await fetch(new URL('/metrics', server.url), { signal: AbortSignal.timeout(5000) })).text()
-    const m = /^evidence_outbox_backlog(?:\{[^}]*\})? (\d+(?:\.\d+)?)$/m.exec(text)
+    const m = /^gateway_evidence_outbox_backlog(?:\{[^}]*\})? (\d+(?:\.\d+)?)$/m.exec(text)
     return m ? Number(m[1]) : undefined
   } catch {
     return undefined

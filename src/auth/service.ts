@@ -1,4 +1,5 @@
 import type { Logger } from 'pino'
+import { Counter, type Registry } from 'prom-client'
 import type { Config } from '../config/index.js'
 import { type Route, type RequestContext, type Reply } from '../http/index.js'
 import { GatewayError } from '../errors.js'
@@ -35,7 +36,11 @@ export class AuthService {
   private rotationTimer: NodeJS.Timeout | undefined
   private refreshFailing = false
 
-  constructor (private readonly config: Config, stores: AuthStores, private readonly log: Logger) {
+  private readonly logins: Counter<'result'> | undefined
+
+  constructor (private readonly config: Config, stores: AuthStores, private readonly log: Logger, registry?: Registry) {
+    // By the error code (`invalid_client`, `rate_limited`: a lockout, `overloaded`...), or `success`.
+    this.logins = registry && new Counter({ name: 'gateway_auth_logins_total', help: 'Logins by result: success, or the error code of the answer (rate_limited is a client or address locked out)', labelNames: ['result'], registers: [registry] })
     this.clients = new ClientRegistry(stores.clients)
     this.credentials = new Credentials(this.clients, { threads: config.authHashThreads, queue: config.authHashQueue, cacheTtlMs: config.authSecretCacheS * 1000 })
     this.keys = new KeyStore(stores.keys, { tokenTtlS: config.authTokenTtlS, rotationS: config.authKeyRotationS, publishLeadS: config.authKeyPublishLeadS, signingKeyFile: config.authSigningKeyFile })
@@ -66,9 +71,20 @@ export class AuthService {
 
   routes (): Route[] {
     return [
-      { method: 'POST', path: '/api/v1/login', body: 'json', bodyLimit: 16 * 1024, errors: 'oauth', handler: ctx => this.login(ctx) },
+      { method: 'POST', path: '/api/v1/login', body: 'json', bodyLimit: 16 * 1024, errors: 'oauth', handler: ctx => this.counted(this.login(ctx)) },
       { method: 'GET', path: '/.well-known/jwks.json', handler: () => this.jwks() }
     ]
+  }
+
+  private async counted (login: Promise<Reply>): Promise<Reply> {
+    try {
+      const reply = await login
+      this.logins?.inc({ result: 'success' })
+      return reply
+    } catch (err) {
+      this.logins?.inc({ result: err instanceof GatewayError ? err.code : 'error' })
+      throw err
+    }
   }
 
   private async login (ctx: RequestContext): Promise<Reply> {

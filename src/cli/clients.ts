@@ -16,7 +16,7 @@ const USAGE = `usage:
  * of a cluster reads them (BUS=kafka and STORAGE=s3); a new secret is
  * printed once and never stored.
  */
-export async function clientsCommand (config: Config, argv: string[], out: (line: string) => void): Promise<number> {
+export async function clientsCommand (config: Config, argv: string[], out: (line: string) => void, warn: (line: string) => void = line => { process.stderr.write(line + '\n') }): Promise<number> {
   const { values, positionals } = parseArgs({
     args: argv,
     allowPositionals: true,
@@ -42,6 +42,8 @@ export async function clientsCommand (config: Config, argv: string[], out: (line
         const problem = clientIdentityProblem(clientId!, tenant)
         if (problem !== undefined) throw new UsageError(`${problem} (docs/identifiers.md)`)
         if (await registry.get(clientId!)) throw new Error(`client ${clientId} exists; use rotate for a new secret`)
+        const refused = values.audience.filter(a => !config.authAudience.includes(a))
+        if (refused.length > 0) warn(`gateway: note: ingest accepts the audiences ${config.authAudience.join(', ')} (AUTH_AUDIENCE); tokens this client gets for ${refused.join(', ')} will be refused there with 401`)
         const secret = generateSecret()
         await registry.put({ client_id: clientId!, client_secret_hash: await hashSecret(secret), audiences: values.audience, scopes: values.scope, tenant, created_at: new Date().toISOString() })
         out(JSON.stringify({ client_id: clientId, client_secret: secret, audiences: values.audience, scopes: values.scope, tenant }))

@@ -1,15 +1,55 @@
 import cluster from 'node:cluster'
-import { loadConfig, ConfigError, workerCount, type Config } from '../config/index.js'
+import { loadConfig, VERSION, workerCount, type Config } from '../config/index.js'
 import { UsageError } from './usage.js'
 
 const USAGE = `usage: gateway [start] [--workers N|auto]   run the service (configuration from the environment)
        gateway clients <add|list|remove|rotate|hash> ...
-       gateway tail <topic> [--from N] [--follow]`
+       gateway tail <topic> [--from N] [--follow]
+       gateway --help | --version`
+
+const HELP = `gateway ${VERSION}: telemetry and evidence gateway (login, asset track, event evidence, run harness)
+
+Commands:
+  start [--workers N|auto]      run the service (the default command); --workers overrides WORKERS:
+                                N processes on the same ports under a supervisor
+  clients add <client_id> --audience A [--audience B] --scope S [--scope T] [--tenant T]
+                                add a client; its secret is printed once
+  clients list                  the clients (never their secrets)
+  clients remove <client_id>    remove a client
+  clients rotate <client_id>    a new secret for a client, printed once
+  clients hash                  read a secret on stdin, print its client_secret_hash (AUTH_CLIENTS_FILE)
+  tail <topic> [--from N] [--follow]
+                                print the local bus log of a topic (BUS=local) as JSON lines
+
+Options:
+  -h, --help                    this text
+  -v, --version                 the version
+
+Configuration is environment variables only (PORT, DATA_DIR, BUS, STORAGE, ...): every one, with its
+default, is in the README's configuration table; the design notes are in docs/ (docs/README.md).
+
+Exit codes:
+  0  done (start: stopped by SIGTERM or SIGINT after draining)
+  1  failed: invalid configuration, a start-up step (DATA_DIR, the bus, the bucket) or the command
+     itself (an unknown client, an unknown topic); the message says which and what to do
+  2  usage: an unknown command or option, a missing argument`
+
+/** Levels at which a failure's stack is printed beside its one line. */
+const DEBUG = new Set(['debug', 'trace'])
 
 /** The `gateway` executable; resolves to the exit code. */
 export async function main (argv: string[]): Promise<number> {
   const [command = 'start', ...rest] = argv
   const out = (line: string): void => { process.stdout.write(line + '\n') }
+  // Help and version need no configuration: they answer even where it is broken.
+  switch (command) {
+    case '-h': case '--help': case 'help':
+      out(HELP)
+      return 0
+    case '-v': case '--version': case 'version':
+      out(VERSION)
+      return 0
+  }
   try {
     const config = loadConfig()
     switch (command) {
@@ -17,9 +57,6 @@ export async function main (argv: string[]): Promise<number> {
       // Each command loads only its own modules: `gateway tail` starts in a third of the time.
       case 'clients': return await (await import('./clients.js')).clientsCommand(config, rest, out)
       case 'tail': return await (await import('./tail.js')).tailCommand(config, rest, out, interrupted())
-      case '-h': case '--help': case 'help':
-        out(USAGE)
-        return 0
       default:
         throw new UsageError(`unknown command ${command}\n${USAGE}`)
     }
@@ -28,10 +65,21 @@ export async function main (argv: string[]): Promise<number> {
       process.stderr.write(err.message + '\n')
       return 2
     }
-    const text = err instanceof ConfigError ? err.message : (err as Error).stack ?? String(err)
-    process.stderr.write(`gateway: ${text}\n`)
+    process.stderr.write(`gateway: ${failure(err)}\n`)
     return 1
   }
+}
+
+/**
+ * A failure as the operator reads it: its message on one line (a
+ * configuration's problems on theirs), the stack, and its cause's, only
+ * when LOG_LEVEL asks for debug.
+ */
+function failure (err: unknown): string {
+  const text = err instanceof Error ? err.message : String(err)
+  if (!DEBUG.has(process.env['LOG_LEVEL'] ?? '') || !(err instanceof Error)) return text
+  const cause = err.cause instanceof Error ? `\ncaused by: ${err.cause.stack ?? err.cause.message}` : ''
+  return `${text}\n${err.stack ?? ''}${cause}`
 }
 
 /** `--workers` overrides WORKERS; above one process, this one becomes the supervisor of the others. */

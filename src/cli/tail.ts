@@ -22,6 +22,11 @@ export async function tailCommand (config: Config, argv: string[], out: (line: s
   const state = openState(config.dataDir)
   const bus = new LocalBus(state)
   try {
+    const topics = [config.topicTelemetry, config.topicEvidence, config.topicRuns, config.topicRunsControl]
+    // A topic neither configured nor in the log is a typo: silence and exit 0 would say it is empty.
+    if (!topics.includes(topic) && bus.read(topic, 0, 1).next().done === true) {
+      throw new Error(`no topic ${topic} in the local bus of DATA_DIR=${config.dataDir}: the gateway writes ${topics.join(', ')} (TOPIC_TELEMETRY, TOPIC_EVIDENCE, TOPIC_RUNS, TOPIC_RUNS_CONTROL)`)
+    }
     let next = from
     do {
       for (const m of bus.read(topic, next)) {

@@ -1,3 +1,4 @@
-export { loadConfig, ConfigError, camelName, isCluster, workerCount, type Config } from './load.js'
+export { loadConfig, ConfigError, StartupError, startupStep, camelName, isCluster, workerCount, type Config } from './load.js'
 export { variables, ownedPrefixes, type Variable } from './variables.js'
 export { readJsonFile } from './json-file.js'
+export { VERSION } from './version.js'

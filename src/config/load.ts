@@ -28,6 +28,45 @@ export class ConfigError extends Error {
   }
 }
 
+/**
+ * A start-up step that failed for a reason outside the gateway (a folder it
+ * cannot write, a bucket it cannot reach): the message names the setting,
+ * the path or endpoint, the cause and what to do, on one line; the cause's
+ * stack is for debug level.
+ */
+export class StartupError extends Error {
+  readonly code = 'startup_failed'
+  constructor (message: string, cause: unknown) {
+    super(message, { cause })
+    this.name = 'StartupError'
+  }
+}
+
+/**
+ * Runs one start-up step; its failure becomes a StartupError saying `what`
+ * could not be done, why (the cause's message, or its name and HTTP status
+ * where an SDK gives no message), and `fix`.
+ */
+export async function startupStep<T> (what: string, fix: string, step: () => T | Promise<T>): Promise<T> {
+  try {
+    return await step()
+  } catch (err) {
+    if (err instanceof StartupError) throw err
+    throw new StartupError(`${what}: ${causeOf(err)}; ${fix}`, err)
+  }
+}
+
+function causeOf (err: unknown): string {
+  if (!(err instanceof Error)) return String(err)
+  const status = (err as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode
+  const code = (err as { code?: unknown }).code
+  const message = err.message.split('\n')[0]!.trim()
+  const parts = [message === '' || message === 'UnknownError' ? err.name : message]
+  if (typeof code === 'string' && !parts[0]!.includes(code)) parts.push(code)
+  if (status !== undefined) parts.push(`HTTP ${status}`)
+  return parts.join(', ')
+}
+
 /** `TELEMETRY_BATCH_MAX` → `telemetryBatchMax`. */
 export function camelName (name: string): string {
   return snakeToCamel(name.toLowerCase())

@@ -20,6 +20,17 @@ const HEADERS = {
 
 interface Asset { body: Buffer, type: string }
 
+/** The counters the ingest panel draws (web/ingest.ts), all /console/metrics serves. */
+const INGEST_COUNTERS = ['gateway_telemetry_records_total', 'gateway_evidence_uploads_total', 'gateway_evidence_media_bytes_total']
+
+/** The lines of a Prometheus text exposition that belong to `names` (comments included). */
+export function familiesOf (text: string, names: readonly string[]): string {
+  return text.split('\n').filter(line => {
+    const name = line.startsWith('# ') ? line.split(' ')[2] : /^[a-zA-Z_:][a-zA-Z0-9_:]*/.exec(line)?.[0]
+    return name !== undefined && names.includes(name)
+  }).join('\n') + '\n'
+}
+
 /** The built modules and the style sheet, read once at start. */
 function loadAssets (): Map<string, Asset> {
   const assets = new Map<string, Asset>([['console.css', { body: Buffer.from(CONSOLE_CSS), type: 'text/css; charset=utf-8' }]])
@@ -37,19 +48,30 @@ function loadAssets (): Map<string, Asset> {
 
 /**
  * The operator console, on the harness port: `/console` (the run list),
- * `/console/runs/{id}` (a run), and their files under `/console/assets/`.
+ * `/console/runs/{id}` (a run), their files under `/console/assets/`, and
+ * `/console/metrics`, the ingest panel's counters out of `metrics` (the
+ * process's exposition): a process serves /metrics on one port only, so that
+ * Prometheus counts each series once, and that is PORT when it has one.
  * The pages hold no data (the browser asks the API for it, with the token
  * the operator gives), so they are served to anyone, as the front door serves
  * them before any token (docs/console.md). Asset URLs in a page are relative,
  * so the same page works under the front door's prefix.
  */
-export function consoleRoutes (): Route[] {
+export function consoleRoutes (metrics?: () => Promise<string>): Route[] {
   const assets = loadAssets()
   const html = (assetBase: string): Buffer => Buffer.from(consolePage(assetBase))
   const list = html('console/assets/')
   const run = html('../assets/')
   const page = (body: Buffer) => () => ({ status: 200, body, headers: { ...HEADERS, 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-cache' } })
+  const ingest: Route[] = metrics === undefined ? [] : [{
+    method: 'GET',
+    path: '/console/metrics',
+    errors: 'harness',
+    quiet: true,
+    handler: async () => ({ status: 200, body: familiesOf(await metrics(), INGEST_COUNTERS), headers: { ...HEADERS, 'content-type': 'text/plain; version=0.0.4; charset=utf-8', 'cache-control': 'no-store' } })
+  }]
   return [
+    ...ingest,
     { method: 'GET', path: '/console', errors: 'harness', handler: page(list) },
     { method: 'GET', path: '/console/runs/{id}', errors: 'harness', handler: page(run) },
     {

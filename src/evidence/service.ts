@@ -64,11 +64,11 @@ export class EvidenceService {
   ) {
     this.hashes = new HashPool(config.evidenceHashThreads)
     this.allowlist = eventTypeAllowlist(config.evidenceEventTypes)
-    new Gauge({ name: 'evidence_outbox_backlog', help: 'Envelopes accepted but not yet acknowledged by the bus', aggregator: 'max', registers: [registry], collect () { this.set(ledger.backlog) } })
-    new Gauge({ name: 'evidence_outbox_oldest_age_seconds', help: 'Age of the oldest unpublished envelope', aggregator: 'max', registers: [registry], collect () { this.set(ledger.oldestAgeMs() / 1000) } })
+    new Gauge({ name: 'gateway_evidence_outbox_backlog', help: 'Envelopes accepted but not yet acknowledged by the bus', aggregator: 'max', registers: [registry], collect () { this.set(ledger.backlog) } })
+    new Gauge({ name: 'gateway_evidence_outbox_oldest_age_seconds', help: 'Age of the oldest unpublished envelope', aggregator: 'max', registers: [registry], collect () { this.set(ledger.oldestAgeMs() / 1000) } })
     storageMetrics(store, registry)
-    this.accepted = new Counter({ name: 'evidence_uploads_total', help: 'Uploads accepted (202), idempotent replays not counted', registers: [registry] })
-    this.acceptedBytes = new Counter({ name: 'evidence_media_bytes_total', help: 'Bytes of media in accepted uploads', registers: [registry] })
+    this.accepted = new Counter({ name: 'gateway_evidence_uploads_total', help: 'Uploads accepted (202), idempotent replays not counted', registers: [registry] })
+    this.acceptedBytes = new Counter({ name: 'gateway_evidence_media_bytes_total', help: 'Bytes of media in accepted uploads', registers: [registry] })
   }
 
   start (): void {

@@ -38,7 +38,7 @@ export class BodyBudget {
 /** A budget with its gauges registered: create one per process and hand it to every HttpServer. */
 export function bodyBudget (limit: number, registry: Registry): BodyBudget {
   const budget = new BodyBudget(limit)
-  new Gauge({ name: 'http_body_buffer_bytes', help: 'Memory held by JSON request bodies being collected (HTTP_BODY_BUFFER_BYTES is the most)', registers: [registry], collect () { this.set(budget.inUse) } })
-  new Gauge({ name: 'http_body_buffer_peak_bytes', help: 'The most memory JSON request bodies held at once since start', registers: [registry], collect () { this.set(budget.peak) } })
+  new Gauge({ name: 'gateway_http_body_buffer_bytes', help: 'Memory held by JSON request bodies being collected (HTTP_BODY_BUFFER_BYTES is the most)', registers: [registry], collect () { this.set(budget.inUse) } })
+  new Gauge({ name: 'gateway_http_body_buffer_peak_bytes', help: 'The most memory JSON request bodies held at once since start', registers: [registry], collect () { this.set(budget.peak) } })
   return budget
 }

@@ -5,7 +5,7 @@ interface Value { labels: Labels, value: number, metricName?: string, exemplar?:
 interface Series { labels: Labels, buckets: Float64Array, sum: number, count: number }
 
 /**
- * Requests by method, route and status: the duration histogram and the
+ * Requests by server, method, route and status: the duration histogram and the
  * request counter, exposed exactly as prom-client's Histogram and Counter
  * expose theirs (the same text, the same JSON for the supervisor's
  * aggregation), but kept in plain numbers. prom-client's labelled children
@@ -20,11 +20,11 @@ export class RequestMetrics {
     registry.registerMetric(this.metric(names.counter, help.counter, 'counter', () => [...this.series.values()].map(s => ({ labels: { ...s.labels }, value: s.count }))))
   }
 
-  observe (method: string, route: string, status: number, seconds: number): void {
-    const key = `${method} ${status} ${route}`
+  observe (server: string, method: string, route: string, status: number, seconds: number): void {
+    const key = `${server} ${method} ${status} ${route}`
     let s = this.series.get(key)
     if (s === undefined) {
-      s = { labels: { method, route, status: String(status) }, buckets: new Float64Array(this.bounds.length), sum: 0, count: 0 }
+      s = { labels: { server, method, route, status: String(status) }, buckets: new Float64Array(this.bounds.length), sum: 0, count: 0 }
       this.series.set(key, s)
     }
     const bounds = this.bounds

@@ -42,6 +42,13 @@ export class RunHub {
     return this.subscribers.has(runId)
   }
 
+  /** Subscribers of every run together (the SSE streams of /runs/{id}/events). */
+  get subscriberCount (): number {
+    let n = 0
+    for (const set of this.subscribers.values()) n += set.size
+    return n
+  }
+
   /** Runs that have subscribers now. */
   runIds (): IterableIterator<string> {
     return this.subscribers.keys()

@@ -1,6 +1,6 @@
 import type { Kafka } from 'kafkajs'
 import type { Logger } from 'pino'
-import { Gauge, type Registry } from 'prom-client'
+import type { Registry } from 'prom-client'
 import type { FollowableBus } from '../bus/index.js'
 import type { Config } from '../config/index.js'
 import { type Reply, type RequestContext, type Route } from '../http/index.js'
@@ -14,6 +14,7 @@ import { HarnessGate } from './gate.js'
 import { RunHub } from './hub.js'
 import { parseListQuery, RunIndex } from './list.js'
 import { RunManager } from './manager.js'
+import { runMetrics } from './metrics.js'
 import { builtInModes, DEFAULT_MODE } from './modes/index.js'
 import { parseEventsAfter, parseLastEventId, parseRunRequest, requireJsonBody, type RunRequest } from './request.js'
 import { SingleNodeRuns } from './single.js'
@@ -103,11 +104,7 @@ export class HarnessService {
       this.single = new SingleNodeRuns({ config, state, bus, store: this.store, hub: this.hub, feed: this.feed, self, log })
       this.manager = new RunManager(this.store, this.hub, modes, this.single.sink(), runsLog, limits)
     }
-    if (registry && this.single) {
-      const outbox = this.single.outbox
-      new Gauge({ name: 'harness_run_events_waiting', help: 'Run events stored but not yet acknowledged by the bus', registers: [registry], collect () { this.set(outbox.waiting) } })
-      new Gauge({ name: 'harness_run_events_dropped', help: 'Run events skipped because the bus refused them while it took others', registers: [registry], collect () { this.set(outbox.dropped) } })
-    }
+    if (registry) runMetrics(registry, { manager: this.manager, hub: this.hub, feed: this.feed, relay: this.single?.outbox })
   }
 
   async start (): Promise<void> {

@@ -72,6 +72,13 @@ export class RunFeed {
 
   constructor (private readonly keepTenants = FEED_KEEP_TENANTS) {}
 
+  /** Watchers of every tenant together (the SSE streams of /runs/watch). */
+  get watcherCount (): number {
+    let n = 0
+    for (const set of this.watchers.values()) n += set.size
+    return n
+  }
+
   /** A committed event; only lifecycle events (those carrying a record) are transitions. */
   publish (event: RunEvent): void {
     // Most gateways are never watched: no tenant to keep for, no need to read this event's.

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino'
-import { Counter, Histogram, type Registry } from 'prom-client'
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client'
 import type { TokenClaims, TokenVerifier } from '../auth/index.js'
 import { MicroBatcher, type Bus, type BusMessage, type OutgoingMessage, type Settled } from '../bus/index.js'
 import type { Config } from '../config/index.js'
@@ -67,9 +67,9 @@ export class TelemetryService {
 
   constructor (private readonly config: Config, bus: Bus, private readonly verifier: TokenVerifier, registry?: Registry) {
     this.checks = recordChecks(config.telemetryMetricsSchemas)
-    const published = registry && new Counter({ name: 'telemetry_records_total', help: 'Telemetry records accepted (published on the bus)', registers: [registry] })
+    const published = registry && new Counter({ name: 'gateway_telemetry_records_total', help: 'Telemetry records accepted (published on the bus)', registers: [registry] })
     // A send's cost is mostly fixed: records per batch is what tells an operator whether batching pays.
-    const batches = registry && new Histogram({ name: 'telemetry_batch_records', help: 'Records per bus send of telemetry', buckets: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000], registers: [registry] })
+    const batches = registry && new Histogram({ name: 'gateway_telemetry_batch_records', help: 'Records per bus send of telemetry', buckets: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000], registers: [registry] })
     this.answer = (ctx, err) => {
       if (err === undefined) published?.inc()
       ctx.settle(err === undefined ? SUCCESS : undefined, err)
@@ -94,6 +94,12 @@ export class TelemetryService {
       },
       abandoned: token => (token as Sender).aborted
     })
+    if (registry) {
+      const batcher = this.batcher
+      // The ratio of the two is how close asset track is to its 503s (`overloaded`).
+      new Gauge({ name: 'gateway_telemetry_records_pending', help: 'Telemetry records queued or sent and not yet acknowledged by the bus (503 past TELEMETRY_MAX_PENDING)', registers: [registry], collect () { this.set(batcher.pending) } })
+      new Gauge({ name: 'gateway_telemetry_records_pending_limit', help: 'TELEMETRY_MAX_PENDING: pending records past which asset track answers 503', registers: [registry] }).set(config.telemetryMaxPending)
+    }
   }
 
   /** The stream (stream.ts), on the same batcher as the routes. */

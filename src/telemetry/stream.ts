@@ -82,7 +82,7 @@ export class TelemetryStream {
     registry?: Registry
   ) {
     const connections = this.connections
-    if (registry) new Gauge({ name: 'telemetry_stream_connections', help: 'Open telemetry streams (WebSocket)', registers: [registry], collect () { this.set(connections.size) } })
+    if (registry) new Gauge({ name: 'gateway_telemetry_stream_connections', help: 'Open telemetry streams (WebSocket)', registers: [registry], collect () { this.set(connections.size) } })
     this.settled = (record, err) => { this.recordSettled(record, err) }
   }
 

@@ -101,7 +101,7 @@ t.test('the console in a real browser, on the harness port', async t => {
       await Promise.all(Array.from({ length: 10 + second * 8 }, (_, i) => fetch(`${gw.url}/v1/asset/track`, { method: 'POST', headers: { ...headers, 'x-request-id': `shot-${second}-${i}` }, body: JSON.stringify({ ...example, asset_id: `a${i % 5}` }) })))
       await page.waitForTimeout(1000)
     }
-    await page.waitForSelector('[data-metric=telemetry_records_total] polyline[points*=","]', SOON)
+    await page.waitForSelector('[data-metric=gateway_telemetry_records_total] polyline[points*=","]', SOON)
     const png = await page.screenshot()
     t.ok(png.length > 10_000, 'a picture of the page')
     // CONSOLE_SCREENSHOT=docs/console.png refreshes the one in the README.

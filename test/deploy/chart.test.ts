@@ -251,23 +251,3 @@ t.test('values the gateway would refuse are refused at install', async t => {
   t.match(await renderFailure(['--set', 'env.BUS=kafka']), /env.BUS: the chart sets BUS itself/)
   t.match(await renderFailure(['--set', 'existingSecret=']), /existingSecret/)
 })
-
-t.test('promtool accepts the alert rules and compose\'s Prometheus configuration', async t => {
-  for (const [args, what] of [[['check', 'rules', join(chart, 'files/alerts.yaml')], 'rules'], [['check', 'config', '--syntax-only', join(chart, '../../prometheus.yml')], 'config']] as const) {
-    try {
-      await run(tools.PROMTOOL, [...args])
-      t.pass(what)
-    } catch (err) {
-      t.fail(`${what}: ${output(err)}`)
-    }
-  }
-})
-
-t.test('the alerts fire on what they watch, and not before their time (promtool test rules)', async t => {
-  try {
-    const { stdout } = await run(tools.PROMTOOL, ['test', 'rules', 'alerts.test.yaml'], { cwd: join(chart, '../../../test/deploy') })
-    t.match(stdout, /SUCCESS/)
-  } catch (err) {
-    t.fail(output(err))
-  }
-})

@@ -34,6 +34,17 @@ export function deployTools (): DeployTools {
   return Object.fromEntries(out.trim().split('\n').map(line => [line.slice(0, line.indexOf('=')), line.slice(line.indexOf('=') + 1)])) as unknown as DeployTools
 }
 
+/**
+ * promtool alone, which the alert and metrics tests need (helm takes long to
+ * build): from the environment `npm test` passes, else installed or found
+ * by scripts/deploy-tools.sh (cached).
+ */
+export function promtool (): string {
+  if (process.env['PROMTOOL']) return process.env['PROMTOOL']
+  const out = execFileSync('bash', [`${root}scripts/deploy-tools.sh`, 'promtool'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] })
+  return out.trim().split('\n').find(l => l.startsWith('PROMTOOL='))!.slice('PROMTOOL='.length)
+}
+
 export const run = promisify(execFile)
 
 /** A failed command's output, for the assertion message. */

@@ -114,15 +114,15 @@ t.test('uploads share one buffer budget: one past it waits, paused, until memory
     return { socket, rest: body.subarray(1000) }
   }
   const first = await start('evt-first')
-  t.equal(await eventually(() => gauge('evidence_buffer_bytes_in_use'), n => n > 0), 5 * 1024 * 1024, 'the first upload holds the only slab')
+  t.equal(await eventually(() => gauge('gateway_evidence_buffer_in_use_bytes'), n => n > 0), 5 * 1024 * 1024, 'the first upload holds the only slab')
   const second = await start('evt-second')
-  t.equal(await eventually(() => gauge('evidence_uploads_waiting_for_buffer'), n => n === 1), 1, 'the second waits for it')
+  t.equal(await eventually(() => gauge('gateway_evidence_uploads_waiting_for_buffer'), n => n === 1), 1, 'the second waits for it')
   first.socket.write(first.rest)
   t.match(await readResponse(first.socket, /\}$/), /^HTTP\/1\.1 202 [\s\S]*"event_id":"evt-first"/)
   second.socket.write(second.rest)
   t.match(await readResponse(second.socket, /\}$/), /^HTTP\/1\.1 202 [\s\S]*"event_id":"evt-second"/, 'and completes once the first has let go')
   // The slab is given back as the upload's last step, which may come just after its 202 is written.
-  const gauges = async (): Promise<number[]> => [await gauge('evidence_buffer_bytes_in_use'), await gauge('evidence_uploads_waiting_for_buffer')]
+  const gauges = async (): Promise<number[]> => [await gauge('gateway_evidence_buffer_in_use_bytes'), await gauge('gateway_evidence_uploads_waiting_for_buffer')]
   t.same(await eventually(gauges, ([inUse, waiting]) => inUse === 0 && waiting === 0), [0, 0], 'both back to zero')
   t.equal(objects().length, 2)
   first.socket.destroy()

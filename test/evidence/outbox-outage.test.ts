@@ -26,7 +26,7 @@ t.test('broker down: 202 from the outbox; broker up: published exactly once', as
   t.equal(during.outbox.backlog, 1, 'readiness shows the backlog')
   t.equal(during.bus.ready, false)
   const metrics = await (await fetch(`${url}/metrics`)).text()
-  t.match(metrics, /^evidence_outbox_backlog 1$/m, '/metrics shows the backlog')
+  t.match(metrics, /^gateway_evidence_outbox_backlog 1$/m, '/metrics shows the backlog')
 
   await infra.startKafka()
   const after = await eventually(ready, c => c.outbox.backlog === 0, 40_000)

@@ -41,9 +41,9 @@ t.test('slow uploads of one client hold only its share: another client\'s upload
   }
 
   const holding = [await slow(1), await slow(2)]
-  t.equal(await eventually(() => metric(gw.url, 'evidence_buffer_bytes_in_use'), v => v === 10 * MiB), 10 * MiB, 'two slow uploads hold a slab each')
+  t.equal(await eventually(() => metric(gw.url, 'gateway_evidence_buffer_in_use_bytes'), v => v === 10 * MiB), 10 * MiB, 'two slow uploads hold a slab each')
   const waiting = await slow(3)
-  t.equal(await eventually(() => metric(gw.url, 'evidence_uploads_waiting_for_buffer'), v => v === 1), 1, 'the third waits: its client holds its share, though a slab is free')
+  t.equal(await eventually(() => metric(gw.url, 'gateway_evidence_uploads_waiting_for_buffer'), v => v === 1), 1, 'the third waits: its client holds its share, though a slab is free')
 
   const fourth = await slow(4)
   const refused = await within(fourth.response, 20_000, 'a fourth upload of the same client')
@@ -55,7 +55,7 @@ t.test('slow uploads of one client hold only its share: another client\'s upload
   const c = clip(3 * MiB)
   const other = await within(postEvidence(gw.url, tokenB, multipartBody([envelopePart(baseEnvelope({ event_id: 'evt-other', media: [{ checksum_sha256: c.sha256 }] })), mediaPart(c.data)])), 20_000, 'another client\'s upload')
   t.same([other.status, other.body], [202, { status: 'accepted', event_id: 'evt-other', media_count: 1 }], 'another client\'s upload completes')
-  t.equal(await metric(gw.url, 'evidence_buffer_bytes_in_use'), 10 * MiB, 'while the slow uploads still hold their slabs')
+  t.equal(await metric(gw.url, 'gateway_evidence_buffer_in_use_bytes'), 10 * MiB, 'while the slow uploads still hold their slabs')
 
   const timedOut = await within(waiting.response, 20_000, 'the waiting upload')
   t.equal(timedOut.status, 503, 'the waiting upload is answered when its wait limit passes')
@@ -63,7 +63,7 @@ t.test('slow uploads of one client hold only its share: another client\'s upload
   t.match(timedOut.headers['retry-after'], /^\d+$/)
 
   holding.forEach(u => u.stop())
-  t.equal(await eventually(() => metric(gw.url, 'evidence_buffer_bytes_in_use'), v => v === 0), 0, 'every slab back once the slow clients left')
+  t.equal(await eventually(() => metric(gw.url, 'gateway_evidence_buffer_in_use_bytes'), v => v === 0), 0, 'every slab back once the slow clients left')
   t.same(await openUploads(s3Client(infra), bucket), [])
   const retry = await postEvidence(gw.url, tokenA, multipartBody([envelopePart(baseEnvelope({ event_id: 'evt-slow-3' })), mediaPart(clip(MiB).data)]))
   t.equal(retry.status, 202, 'the refused event_id was released: its retry is accepted')

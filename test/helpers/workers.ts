@@ -83,7 +83,7 @@ export async function killOneWorker (t: Test, dir: string, env: Record<string, s
 
   for (let i = 0; i < 20; i++) await (await fetch(`http://127.0.0.1:${port}/health`)).arrayBuffer()
   const before = await metrics(port)
-  t.equal(value(before, 'gateway_http_requests_total{method="GET",route="/health",status="200"}'), 20, '/metrics sums the requests of both workers')
+  t.equal(value(before, 'gateway_http_requests_total{server="gateway",method="GET",route="/health",status="200"}'), 20, '/metrics sums the requests of both workers')
   t.match(before, /process_start_time_seconds\{worker="1"\}/, 'a start time is per worker, not summed')
   t.match(before, /process_start_time_seconds\{worker="2"\}/)
 

@@ -78,7 +78,7 @@ t.test(`${CONNECTIONS} connections without a token, 1 MiB each to /v1/asset/trac
   const after = memory(gw.proc.pid!)
   const grown = after.peak - before.rss
   t.ok(grown < BUDGET + SLACK, `peak resident memory grew by ${Math.round(grown / MiB)} MiB (bound ${(BUDGET + SLACK) / MiB} MiB)`)
-  t.equal(await gauge(url, 'http_body_buffer_peak_bytes'), 0, 'not a byte of those bodies was held')
+  t.equal(await gauge(url, 'gateway_http_body_buffer_peak_bytes'), 0, 'not a byte of those bodies was held')
 })
 
 t.test('valid tokens past the budget: 503 overloaded with Retry-After, and bodies in memory never exceed HTTP_BODY_BUFFER_BYTES', async t => {
@@ -92,9 +92,9 @@ t.test('valid tokens past the budget: 503 overloaded with Retry-After, and bodie
   t.ok(overloaded.length > 0, `${overloaded.length} of 100 were refused for memory`)
   t.match(overloaded[0], /retry-after: 1/i)
   t.ok(answers.every(a => /^HTTP\/1\.1 (503|400) /.test(a)), 'the others were read and judged (400: the record is invalid)')
-  const peak = await gauge(url, 'http_body_buffer_peak_bytes')
+  const peak = await gauge(url, 'gateway_http_body_buffer_peak_bytes')
   t.ok(peak > 0 && peak <= BUDGET, `bodies held at most ${peak} bytes at once`)
-  t.equal(await gauge(url, 'http_body_buffer_bytes'), 0, 'and all of it was given back')
+  t.equal(await gauge(url, 'gateway_http_body_buffer_bytes'), 0, 'and all of it was given back')
   // Each admitted body is held once as bytes (what the budget counts) and once more as the text JSON.parse reads.
   const grown = memory(gw.proc.pid!).peak - before.rss
   t.ok(grown < 2 * BUDGET + SLACK, `peak resident memory grew by ${Math.round(grown / MiB)} MiB (bound ${(2 * BUDGET + SLACK) / MiB} MiB)`)

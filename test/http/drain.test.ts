@@ -51,8 +51,8 @@ t.test('an answer given before the body ends is sent once the rest is read and d
   t.match(text, /^HTTP\/1\.1 401 [^]*www-authenticate: Bearer[^]*"code":"unauthorized"/)
   t.notMatch(text.split('\r\n\r\n')[0]!, /connection: close/i, 'the 401 keeps the connection')
   t.match(text, /HTTP\/1\.1 200 [^]*next$/, 'and the next request on it is served')
-  t.ok(await metric(registry, 'test_http_drained_bytes_total') > 4 * MiB, 'the discarded bytes are counted')
-  t.equal(await metric(registry, 'test_http_drains_cut_short_total'), 0)
+  t.ok(await metric(registry, 'gateway_http_drained_bytes_total', { server: 'test' }) > 4 * MiB, 'the discarded bytes are counted')
+  t.equal(await metric(registry, 'gateway_http_drains_cut_short_total', { server: 'test' }), 0)
 })
 
 t.test('a declared rest over HTTP_DRAIN_MAX_BYTES is answered at once with Connection: close, and not read', async t => {
@@ -65,7 +65,7 @@ t.test('a declared rest over HTTP_DRAIN_MAX_BYTES is answered at once with Conne
     t.match(text, /connection: close/i)
     socket.destroy()
   }
-  t.equal(await metric(registry, 'test_http_drains_cut_short_total', { reason: 'size' }), 2)
+  t.equal(await metric(registry, 'gateway_http_drains_cut_short_total', { server: 'test', reason: 'size' }), 2)
 })
 
 t.test('a chunked rest that passes HTTP_DRAIN_MAX_BYTES is cut there', async t => {
@@ -77,7 +77,7 @@ t.test('a chunked rest that passes HTTP_DRAIN_MAX_BYTES is cut there', async t =
   for (let i = 0; i < 40; i++) socket.write(chunk)
   const text = await reading
   t.match(text, /^HTTP\/1\.1 401 [^]*connection: close/i)
-  t.equal(await metric(registry, 'test_http_drains_cut_short_total', { reason: 'size' }), 1)
+  t.equal(await metric(registry, 'gateway_http_drains_cut_short_total', { server: 'test', reason: 'size' }), 1)
   socket.destroy()
 })
 
@@ -87,7 +87,7 @@ t.test('a rest that does not come within HTTP_DRAIN_TIMEOUT_MS is cut, and the a
   socket.write('POST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\nonly some of it')
   const text = await readResponse(socket, /\}$/)
   t.match(text, /^HTTP\/1\.1 401 [^]*connection: close/i)
-  t.equal(await metric(registry, 'test_http_drains_cut_short_total', { reason: 'time' }), 1)
+  t.equal(await metric(registry, 'gateway_http_drains_cut_short_total', { server: 'test', reason: 'time' }), 1)
   socket.destroy()
 })
 

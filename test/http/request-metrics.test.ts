@@ -14,12 +14,12 @@ const requests: Array<[string, string, number, number]> = [
 
 function prom (): Registry {
   const registry = new Registry()
-  const labelNames = ['method', 'route', 'status']
+  const labelNames = ['server', 'method', 'route', 'status']
   const h = new Histogram({ name: 'gw_http_request_duration_seconds', help: 'Latency', labelNames, buckets: BOUNDS, registers: [registry] })
   const c = new Counter({ name: 'gw_http_requests_total', help: 'Requests', labelNames, registers: [registry] })
   for (const [method, route, status, seconds] of requests) {
-    h.labels({ method, route, status: String(status) }).observe(seconds)
-    c.labels({ method, route, status: String(status) }).inc()
+    h.labels({ server: 'gateway', method, route, status: String(status) }).observe(seconds)
+    c.labels({ server: 'gateway', method, route, status: String(status) }).inc()
   }
   return registry
 }
@@ -27,7 +27,7 @@ function prom (): Registry {
 function ours (): Registry {
   const registry = new Registry()
   const m = new RequestMetrics({ histogram: 'gw_http_request_duration_seconds', counter: 'gw_http_requests_total' }, BOUNDS, { histogram: 'Latency', counter: 'Requests' }, registry)
-  for (const [method, route, status, seconds] of requests) m.observe(method, route, status, seconds)
+  for (const [method, route, status, seconds] of requests) m.observe('gateway', method, route, status, seconds)
   return registry
 }
 

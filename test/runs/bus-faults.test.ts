@@ -51,7 +51,7 @@ t.test('runs started, streamed and ended while Kafka is down are all on TOPIC_RU
   t.equal(down.status, 200, 'the harness stays ready while its bus is down: runs commit to LMDB and wait in the outbox')
   t.match(downBody.components.bus, { ready: false, error: /\(\d+ run events waiting\)$/ }, 'and says what waits')
   t.equal((await fetch(`${harnessUrl}/health/ready/bus`)).status, 503, 'a pool that needs the bus asks for it')
-  const waiting = Number(/^harness_run_events_waiting (\d+)$/m.exec(await (await fetch(`${url}/metrics`)).text())?.[1])
+  const waiting = Number(/^gateway_runs_events_waiting (\d+)$/m.exec(await (await fetch(`${url}/metrics`)).text())?.[1])
   t.ok(waiting >= 8 * 7, `/metrics shows what waits (${waiting})`)
 
   await infra!.startKafka()

@@ -47,7 +47,7 @@ t.test('/metrics counts the records of each bus send', async t => {
   const sends = async () => {
     const text = await (await fetch(`${url}/metrics`)).text()
     const value = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1])
-    return { count: value('telemetry_batch_records_count'), sum: value('telemetry_batch_records_sum') }
+    return { count: value('gateway_telemetry_batch_records_count'), sum: value('gateway_telemetry_batch_records_sum') }
   }
   t.same(await sends(), { count: 0, sum: 0 })
   t.equal((await track(example)).status, 200)

@@ -12,9 +12,9 @@ interface Series {
 }
 
 const SERIES: readonly Series[] = [
-  { label: 'telemetry records/s', metric: 'telemetry_records_total', unit: v => v.toFixed(v < 10 ? 1 : 0) },
-  { label: 'evidence uploads/s', metric: 'evidence_uploads_total', unit: v => v.toFixed(v < 10 ? 1 : 0) },
-  { label: 'evidence bytes/s', metric: 'evidence_media_bytes_total', unit: bytes }
+  { label: 'telemetry records/s', metric: 'gateway_telemetry_records_total', unit: v => v.toFixed(v < 10 ? 1 : 0) },
+  { label: 'evidence uploads/s', metric: 'gateway_evidence_uploads_total', unit: v => v.toFixed(v < 10 ? 1 : 0) },
+  { label: 'evidence bytes/s', metric: 'gateway_evidence_media_bytes_total', unit: bytes }
 ]
 
 function bytes (v: number): string {

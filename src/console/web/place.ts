@@ -1,7 +1,8 @@
 /**
  * Where the page was reached: on the harness port (`/console…`) or through
  * the front door (`…/api/v1/orgs/{slug}/harness/console…`). The API is at
- * the path before `/console`; `/metrics` at the root of the same origin.
+ * the path before `/console`. The ingest panel's counters: `/console/metrics`
+ * on the harness port, `/metrics` at the root of the front door's origin.
  */
 export interface Place {
   /** The API's base path ('' on the harness port). */
@@ -20,7 +21,7 @@ export function place (pathname: string): Place {
   return {
     root,
     frontDoor: FRONT_DOOR.test(root),
-    metrics: `${root.replace(FRONT_DOOR, '')}/metrics`,
+    metrics: FRONT_DOOR.test(root) ? `${root.replace(FRONT_DOOR, '')}/metrics` : `${root}/console/metrics`,
     runId: m?.[2] === undefined ? undefined : decodeURIComponent(m[2])
   }
 }
