@@ -1,15 +1,15 @@
 import type { Logger } from 'pino'
 import { Registry, collectDefaultMetrics } from 'prom-client'
-import { AuthService, LmdbClientStore, LmdbKeyVault, SharedClientStore, SharedKeyVault, type AuthStores } from './auth/index.js'
+import { AuthService, authOpenApi, LmdbClientStore, LmdbKeyVault, SharedClientStore, SharedKeyVault, type AuthStores } from './auth/index.js'
 import { hostname } from 'node:os'
 import { createBus, createKafkaClient, measurePublish } from './bus/index.js'
 import { SharedDocuments } from './cluster/index.js'
 import { isCluster, startupStep, type Config } from './config/index.js'
 import { HttpServer, bodyBudget, loadUws, type HttpServerOptions } from './http/index.js'
-import { IdleCollector, Readiness, buildInfo, capYoungGeneration, disablePretenuring, metricsSource, opsRoutes, openApiRoute, workerSlot, type OpenApiPart } from './ops/index.js'
+import { IdleCollector, Readiness, buildInfo, capYoungGeneration, disablePretenuring, metricsSource, opsOpenApi, opsRoutes, openApiRoute, workerSlot, type OpenApiPart } from './ops/index.js'
 import { EvidenceService, LocalLedger, PUBLISH_WAIT_MS, SharedLedger, evidenceOpenApi, type EvidenceLedger } from './evidence/index.js'
 import { consoleRoutes } from './console/index.js'
-import { FrontDoor } from './frontdoor/index.js'
+import { FrontDoor, frontDoorOpenApi } from './frontdoor/index.js'
 import { HarnessService, harnessOpenApi, type HarnessCluster } from './runs/index.js'
 import { STREAM_PATH, TelemetryService, telemetryOpenApi } from './telemetry/index.js'
 import { checkConditionalWrites, createObjectStore } from './storage/index.js'
@@ -72,7 +72,7 @@ export async function startGateway (config: Config, log: Logger): Promise<Gatewa
     drainTimeoutMs: config.httpDrainTimeoutMs
   }
   const servers: HttpServer[] = []
-  const openApi: OpenApiPart[] = []
+  const openApi: OpenApiPart[] = [opsOpenApi(true)]
   let main: HttpServer | undefined
   let auth: AuthService | undefined
   // Login, ingest and the front door share PORT, and all need the signing keys.
@@ -83,7 +83,10 @@ export async function startGateway (config: Config, log: Logger): Promise<Gatewa
     auth = new AuthService(config, authStores, log, registry)
     await auth.start()
     stoppers.push(() => auth!.stop())
-    if (roles.has('auth')) auth.routes().forEach(r => main!.route(r))
+    if (roles.has('auth')) {
+      auth.routes().forEach(r => main!.route(r))
+      openApi.push(authOpenApi)
+    }
   }
   if (roles.has('ingest')) {
     const telemetry = new TelemetryService(config, bus, auth!.verifier, registry)
@@ -107,8 +110,10 @@ export async function startGateway (config: Config, log: Logger): Promise<Gatewa
     readiness.add('outbox', () => evidence.outboxState())
     openApi.push(evidenceOpenApi)
   }
-  if (roles.has('harness')) openApi.push(harnessOpenApi)
-  main?.route(openApiRoute(openApi))
+  if (roles.has('frontdoor')) openApi.push(frontDoorOpenApi(harnessOpenApi))
+  // Each port describes its own routes, at the address its clients use (known once it listens).
+  let port: number | undefined
+  main?.route(openApiRoute(openApi, () => ({ url: `http://${advertisedHost(config)}:${port}`, description: 'PORT' }), roles.has('auth') ? '/api/v1/login' : undefined))
 
   let harnessPort: number | undefined
   if (roles.has('harness')) {
@@ -136,7 +141,7 @@ export async function startGateway (config: Config, log: Logger): Promise<Gatewa
     // `/metrics` on one port of the process, so that a Prometheus scraping both counts each series once.
     const metrics = metricsSource(registry)
     opsRoutes(harnessReadiness, main ? undefined : metrics).forEach(r => server.route(r))
-    server.route(openApiRoute([harnessOpenApi]))
+    server.route(openApiRoute([opsOpenApi(!main), harnessOpenApi], () => ({ url: `http://${advertisedHost(config)}:${harnessPort}`, description: 'HARNESS_PORT' }), undefined))
     harness.routes().forEach(r => server.route(r))
     if (peer) harness.routes(true).forEach(r => peer.route(r))
     consoleRoutes(() => metrics.text()).forEach(r => server.route(r))
@@ -149,7 +154,7 @@ export async function startGateway (config: Config, log: Logger): Promise<Gatewa
     new FrontDoor(config, auth!.keys, harnessUrl).routes().forEach(r => main!.route(r))
   }
 
-  const port = main ? await main.listen(config.host, config.port) : undefined
+  port = main ? await main.listen(config.host, config.port) : undefined
   for (const then of afterListen) then()
   log.info({ port, harnessPort, roles: [...roles], uws: uwsBuild, bus: bus.kind, storage: config.storage, cluster: isCluster(config), incarnation: incarnation.id }, 'gateway listening')
 

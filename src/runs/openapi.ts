@@ -58,22 +58,21 @@ const RunRequest = {
 
 const id = { name: 'id', in: 'path', required: true, schema: { type: 'string' } }
 const tenant = { name: 'X-Svc-Tenant-Client-Id', in: 'header', required: false, schema: { type: 'string' }, description: 'the tenant, set by the front door; required when SVC_HARNESS_AUTH_ENABLED' }
-const harness = {
-  servers: [{ url: '{harness_url}', description: 'HARNESS_PORT; also under {base_url}/api/v1/orgs/{slug}/harness', variables: { harness_url: { default: 'http://127.0.0.1:8081' } } }],
-  parameters: [tenant]
-}
+const harness = { parameters: [tenant] }
 const security = [{ bearer: [] }]
 const common = { 401: error('Token missing or invalid (the spec\'s details)') }
 const owned = { ...common, 403: error('cross_tenant_replay:run'), 404: error('run_not_found') }
 
 /** The harness routes in `/openapi.json`. */
 export const harnessOpenApi = {
+  tag: { name: 'harness', description: 'Runs: start, follow, list and cancel them (HARNESS_PORT; through the front door under /api/v1/orgs/{slug}/harness)' },
+  errorSchema: ref('HarnessError'),
   schemas: { RunRequest, RunRecord, RunEvent, HarnessError: { type: 'object', properties: { detail: { type: 'string' } } } },
   paths: {
     '/runs': {
       ...harness,
       get: {
-        summary: 'The tenant\'s runs, newest first',
+        operationId: 'listRuns', summary: 'The tenant\'s runs, newest first',
         description: `Records without their events. A page holds at most \`limit\` runs; with a \`status\` or \`mode\` filter it may hold fewer, even none, while \`next_cursor\` is not null (at most ${LIST_SCAN_BUDGET} runs are looked at per page): follow \`next_cursor\` until it is null.`,
         security,
         parameters: [
@@ -91,7 +90,7 @@ export const harnessOpenApi = {
         }
       },
       post: {
-        summary: 'Run and wait for the end',
+        operationId: 'runAndWait', summary: 'Run and wait for the end',
         security,
         requestBody: { required: true, content: json(ref('RunRequest')) },
         responses: { 200: { description: 'The terminal record', content: json(ref('RunRecord')) }, 202: { description: 'HARNESS_SYNC_TIMEOUT_MS passed first: the record so far', content: json(ref('RunRecord')) }, 400: error('Bad body'), 415: error('Content-Type is not application/json'), ...common }
@@ -100,7 +99,7 @@ export const harnessOpenApi = {
     '/runs:start': {
       ...harness,
       post: {
-        summary: 'Start a run',
+        operationId: 'startRun', summary: 'Start a run',
         security,
         requestBody: { required: true, content: json(ref('RunRequest')) },
         responses: {
@@ -113,7 +112,7 @@ export const harnessOpenApi = {
     '/runs:watch': {
       ...harness,
       get: {
-        summary: 'The tenant\'s run transitions, live, as server-sent events',
+        operationId: 'watchRuns', summary: 'The tenant\'s run transitions, live, as server-sent events',
         description: 'Frames `id: <epoch>.<n>`, `event: <type>` and `data: <RunEvent>` for every lifecycle event (`run.queued`, `run.started`, `run.completed`, `run.failed`; `data.run` is the record as of it) of the tenant\'s runs. Without Last-Event-ID the first frame is `event: ready`. With one this process still keeps, exactly the missed transitions follow; with any other (a restart, or too far behind) `event: reset`: list again. Never ends by itself; a watcher too slow to keep up gets `event: error` `{"error":"stream_overflow","last_event_id"}`.',
         security,
         parameters: [{ name: 'Last-Event-ID', in: 'header', required: false, schema: { type: 'string', pattern: '^[0-9a-z]+\\.[0-9]+$' } }],
@@ -122,12 +121,12 @@ export const harnessOpenApi = {
     },
     '/runs/{id}': {
       ...harness,
-      get: { summary: 'The run\'s record with its events', security, parameters: [id], responses: { 200: { description: 'The record', content: json(ref('RunRecord')) }, ...owned } }
+      get: { operationId: 'getRun', summary: 'The run\'s record with its events', security, parameters: [id], responses: { 200: { description: 'The record', content: json(ref('RunRecord')) }, ...owned } }
     },
     '/runs/{id}/stream': {
       ...harness,
       get: {
-        summary: 'The run\'s events as server-sent events',
+        operationId: 'streamRunEvents', summary: 'The run\'s events as server-sent events',
         description: 'Frames `id: <id>`, `event: <type>`, `data: <RunEvent>`; stored events after Last-Event-ID, then live ones, until `run.completed` or `run.failed`. A subscriber too slow to keep up gets `event: error` with `{"error":"stream_overflow","run_id","last_event_id"}` and is closed.',
         security,
         parameters: [id, { name: 'Last-Event-ID', in: 'header', required: false, schema: { type: 'string', pattern: '^[0-9]+$' } }],
@@ -136,11 +135,11 @@ export const harnessOpenApi = {
     },
     '/runs/{id}/cancel': {
       ...harness,
-      post: { summary: 'Cancel a run in flight', security, parameters: [id], responses: { 200: { description: 'The cancelled record', content: json(ref('RunRecord')) }, 409: error('run_not_in_flight:<status>'), ...owned } }
+      post: { operationId: 'cancelRun', summary: 'Cancel a run in flight', security, parameters: [id], responses: { 200: { description: 'The cancelled record', content: json(ref('RunRecord')) }, 409: error('run_not_in_flight:<status>'), ...owned } }
     },
     '/skills': {
       ...harness,
-      get: { summary: 'Skills a run may use (none yet)', security, responses: { 200: { description: 'An empty list', content: json({ type: 'array', maxItems: 0 }) }, ...common } }
+      get: { operationId: 'listSkills', summary: 'Skills a run may use (none yet)', security, responses: { 200: { description: 'An empty list', content: json({ type: 'array', maxItems: 0 }) }, ...common } }
     }
   }
 }

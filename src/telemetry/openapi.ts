@@ -1,6 +1,17 @@
 import { assetTrackingSchema } from './schema.js'
 
-const errorBody = (status: string): object => ({ type: 'object', properties: { status: { const: status }, message: { type: 'string' } } })
+const errorBody = (status: string): object => ({ type: 'object', required: ['status', 'message'], properties: { status: { const: status }, message: { type: 'string' } } })
+const TelemetryError = {
+  type: 'object',
+  required: ['status', 'message'],
+  properties: {
+    status: { enum: ['validation_error', 'error'] },
+    message: { type: 'string' },
+    errors: { type: 'object', additionalProperties: { type: 'string' }, description: 'each problem by its field (`gps.latitude`) or header (`xRequestId`): 400 and 413' },
+    detail: { type: 'string', description: 'the cause of a 5xx' }
+  }
+}
+const scope = 'asset:track:write'
 
 const batchAnswer = {
   type: 'object',
@@ -15,10 +26,14 @@ const batchAnswer = {
 
 /** The routes of asset track; the record's schema accepts these `metrics.schema` values. */
 export const telemetryOpenApi = (metricsSchemas: readonly string[]) => ({
-  schemas: { AssetTrackingData: assetTrackingSchema(metricsSchemas) },
+  tag: { name: 'telemetry', description: 'Asset track: telemetry records onto the bus, one, many or a stream' },
+  scopes: { [scope]: 'publish telemetry records (asset track)' },
+  errorSchema: { $ref: '#/components/schemas/TelemetryError' },
+  schemas: { AssetTrackingData: assetTrackingSchema(metricsSchemas), TelemetryError },
   paths: {
     '/v1/asset/track': {
       post: {
+        operationId: 'trackAsset',
         summary: 'Publish one telemetry record',
         security: [{ bearer: ['asset:track:write'] }],
         parameters: [
@@ -39,6 +54,7 @@ export const telemetryOpenApi = (metricsSchemas: readonly string[]) => ({
     },
     '/v1/asset/track:batch': {
       post: {
+        operationId: 'trackAssetBatch',
         summary: 'Publish many telemetry records: a JSON array, or NDJSON (a record a line)',
         security: [{ bearer: ['asset:track:write'] }],
         parameters: [
@@ -60,6 +76,25 @@ export const telemetryOpenApi = (metricsSchemas: readonly string[]) => ({
           413: { description: 'Body larger than TELEMETRY_BATCH_MAX_BODY, or more than TELEMETRY_BATCH_MAX_RECORDS records' },
           500: { description: 'No record published: every valid one failed to publish (see `results`)' },
           503: { description: 'Nothing published: too many records pending, the bus known to be down, or the server draining; see Retry-After' }
+        }
+      }
+    },
+    '/v1/asset/track:stream': {
+      get: {
+        operationId: 'streamAssetTrack',
+        summary: 'Open the telemetry stream (a WebSocket)',
+        description: 'An upgrade to a WebSocket whose messages carry records with client sequence numbers, each checked as a one-record request is and acknowledged once the bus has it (docs/telemetry.md). OpenAPI describes the upgrade only.',
+        security: [{ bearer: [scope] }],
+        parameters: [
+          { name: 'X-Stream-Id', in: 'header', required: true, schema: { type: 'string', maxLength: 200 }, description: 'the stream\'s id: records are published with request_id `<X-Stream-Id>#<seq>`' },
+          { name: 'Upgrade', in: 'header', required: true, schema: { const: 'websocket' } }
+        ],
+        responses: {
+          101: { description: 'Switching to the WebSocket protocol' },
+          400: { description: 'Not a WebSocket upgrade, or no X-Stream-Id' },
+          401: { description: 'Token missing, invalid or expired' },
+          403: { description: 'Token lacks asset:track:write' },
+          429: { description: 'too_many_streams: TELEMETRY_STREAM_PER_CLIENT streams of this client are open' }
         }
       }
     }
