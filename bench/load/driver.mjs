@@ -7,13 +7,16 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 
 /**
- * Sends `total` = rate × duration requests on the timeline, then waits for
- * the answers (at most the request timeout and 5 s more). `stop.stopped`
- * ends the sending early (Ctrl-C). Resolves to { scheduled, t0, unfinished }.
+ * Sends `total` = rate × duration requests on the timeline (or one at each
+ * time of `schedule`, ms from the start: ramping stages, plan.mjs), then
+ * waits for the answers (at most the request timeout and 5 s more).
+ * `stop.stopped` ends the sending early (Ctrl-C). Resolves to
+ * { scheduled, t0, unfinished }.
  */
-export async function drive ({ pool, streams, rate, duration, nextKind, builders, session, rec, timeoutMs, maxInFlight, stop }) {
+export async function drive ({ pool, streams, rate, duration, schedule, nextKind, builders, session, rec, timeoutMs, maxInFlight, stop }) {
   const interval = 1000 / rate
-  const total = Math.round(rate * duration)
+  const total = schedule?.length ?? Math.round(rate * duration)
+  const offset = schedule === undefined ? i => i * interval : i => schedule[i]
   const t0 = performance.now() + 10
   const pending = new Set()
 
@@ -52,8 +55,8 @@ export async function drive ({ pool, streams, rate, duration, nextKind, builders
   let i = 0
   while (i < total && !stop.stopped) {
     const now = performance.now()
-    for (; i < total && t0 + i * interval <= now; i++) {
-      const due = t0 + i * interval
+    for (; i < total && t0 + offset(i) <= now; i++) {
+      const due = t0 + offset(i)
       const kind = nextKind()
       if (rec.inFlight >= maxInFlight) { rec.notSent(kind, due - t0); continue }
       const p = send(i, kind, due)
@@ -61,7 +64,7 @@ export async function drive ({ pool, streams, rate, duration, nextKind, builders
       p.finally(() => pending.delete(p))
     }
     // Timers fire late by a millisecond or so: every request due by then goes out on the next turn.
-    if (i < total) await sleep(Math.max(1, Math.min(50, t0 + i * interval - performance.now())))
+    if (i < total) await sleep(Math.max(1, Math.min(50, t0 + offset(i) - performance.now())))
   }
   const drained = Promise.allSettled([...pending]).then(() => true)
   // The deadline is cancelled once everything is answered: a pending timer would hold the process that long.

@@ -2,7 +2,10 @@
 // a fixed rate of the spec's requests against any deployment, open loop
 // (bench/load/driver.mjs), a progress line each second, a report at the end
 // (bench/load/report.mjs). Options: bench/load/args.mjs, or --help.
-import { join } from 'node:path'
+import { join, resolve } from 'node:path'
+import { pathToFileURL } from 'node:url'
+import { UsageError } from '../lib/env.mjs'
+import { timeline } from './plan.mjs'
 import { randomBytes } from 'node:crypto'
 import { Pool } from 'undici'
 import { parseArgs, USAGE } from './args.mjs'
@@ -22,6 +25,8 @@ export async function load (argv) {
   if (o.help) { process.stdout.write(USAGE + '\n'); return 0 }
   o.out ??= process.env.BENCH_RESULTS_DIR || join(BENCH_DIR, 'results')
   const timeoutMs = o.timeout * 1000
+  const record = await userRecord(o)
+  const schedule = o.stages === undefined ? undefined : timeline(o.stages)
   const runId = `${Date.now().toString(36)}-${randomBytes(3).toString('hex')}`
   const target = new URL(o.url)
 
@@ -53,7 +58,7 @@ export async function load (argv) {
     say((live ? '\r\x1b[K' : '') + progressLine(rec, o, (performance.now() - t0) / 1000) + (live ? '' : '\n'))
     rec.window = rec.newWindow()
   }, 1000)
-  say(`load: ${Math.round(o.rate * o.duration)} requests at ${o.rate}/s to ${o.url} (run ${runId})\n`)
+  say(`load: ${schedule?.length ?? Math.round(o.rate * o.duration)} requests ${schedule === undefined ? `at ${o.rate}/s` : `in stages ${o.stages.map(s => `${s.seconds}s:${s.rate}`).join(',')}`} to ${o.url} (run ${runId})\n`)
   let run
   try {
     run = await drive({
@@ -61,8 +66,9 @@ export async function load (argv) {
       streams,
       rate: o.rate,
       duration: o.duration,
+      schedule,
       nextKind: kindSequence(o.mix),
-      builders: requestBuilders({ runId, prefix: target.pathname.replace(/\/+$/, ''), assets: o.assets, mediaBytes: o.mediaBytes, batchSize: o.batchSize }),
+      builders: requestBuilders({ runId, prefix: target.pathname.replace(/\/+$/, ''), assets: o.assets, mediaBytes: o.mediaBytes, batchSize: o.batchSize, record }),
       session,
       rec,
       timeoutMs,
@@ -77,5 +83,23 @@ export async function load (argv) {
     streams.close()
     await pool.destroy()
   }
-  return report({ o, rec, run: { ...run, runId }, startedAt, elapsedSeconds: run.scheduled / o.rate, session, interrupted: stop.stopped })
+  const elapsedSeconds = schedule === undefined ? run.scheduled / o.rate : (schedule[run.scheduled - 1] ?? 0) / 1000
+  return report({ o, rec, run: { ...run, runId }, startedAt, elapsedSeconds, session, interrupted: stop.stopped })
+}
+
+/** The record function of --body (that record, as it is) or --body-module (its default export), or undefined for the spec's example. */
+async function userRecord (o) {
+  if (o.body !== undefined) {
+    const text = JSON.stringify(o.body)
+    return () => text
+  }
+  if (o.bodyModule === undefined) return undefined
+  let mod
+  try {
+    mod = await import(pathToFileURL(resolve(o.bodyModule)).href)
+  } catch (err) {
+    throw new UsageError(`--body-module: cannot load ${o.bodyModule}: ${err.message}`)
+  }
+  if (typeof mod.default !== 'function') throw new UsageError(`--body-module: ${o.bodyModule} must export a default function (i) => record`)
+  return mod.default
 }

@@ -2,6 +2,7 @@
 // and how long it took from its place on the timeline; per second of the run,
 // the same in short (for the chart); and since the last progress line.
 import { Histogram } from '../lib/stats.mjs'
+import { latencyHistogram, recordMs } from './hdr.mjs'
 
 const bump = (o, k, n = 1) => { o[k] = (o[k] ?? 0) + n }
 
@@ -19,7 +20,7 @@ export class Recorder {
 
   second (tRel) {
     const i = Math.max(0, Math.floor(tRel / 1000))
-    while (this.perSecond.length <= i) this.perSecond.push({ sent: 0, ok: 0, bad: 0, latency: new Histogram() })
+    while (this.perSecond.length <= i) this.perSecond.push({ sent: 0, ok: 0, bad: 0, latency: new Histogram(), hdr: latencyHistogram() })
     return this.perSecond[i]
   }
 
@@ -55,6 +56,7 @@ export class Recorder {
     if (ok) s.ok++
     else s.bad++
     s.latency.push(latencyMs)
+    recordMs(s.hdr, latencyMs)
   }
 
   /** No answer: a connection error or a timeout (`code`). */

@@ -6,6 +6,8 @@ import { table, resultFile, writeResult, machine } from '../lib/report.mjs'
 import { fmt } from '../lib/format.mjs'
 import { figure, runChart } from '../lib/figures.mjs'
 import { formatStatuses } from '../lib/logs.mjs'
+import { writeHdrLog } from './hdr.mjs'
+import { checkThresholds } from './plan.mjs'
 
 const PERCENTILES = [['p50', 'p50'], ['p90', 'p90'], ['p99', 'p99'], ['p99.9', 'p999']]
 
@@ -77,7 +79,8 @@ export function report ({ o, rec, run, startedAt, elapsedSeconds, session, inter
   const seconds = Math.max(elapsedSeconds, 1e-3)
   const lag = rec.sendLag.stats()
   const mixText = Object.entries(o.mix).map(([k, w]) => `${k}=${w}`).join(',')
-  const headline = `load — ${o.url} at ${o.rate} req/s for ${o.duration} s, open loop, mix ${mixText}, ${o.connections} connections` +
+  const pace = o.stages === undefined ? `at ${o.rate} req/s for ${o.duration} s` : `in stages ${o.stages.map(st => `${st.seconds}s:${st.rate}`).join(',')}`
+  const headline = `load — ${o.url} ${pace}, open loop, mix ${mixText}, ${o.connections} connections` +
     (o.mix.evidence ? `, ${o.mediaBytes}-byte media` : '')
   const figs = figures(s, seconds)
   const notes = [
@@ -94,7 +97,7 @@ export function report ({ o, rec, run, startedAt, elapsedSeconds, session, inter
     headline,
     startedAt: startedAt.toISOString(),
     finishedAt: new Date().toISOString(),
-    settings: { url: o.url, authUrl: o.authUrl, clientId: o.clientId, audience: o.audience, rate: o.rate, duration: o.duration, mix: o.mix, connections: o.connections, timeoutSeconds: o.timeout, mediaBytes: o.mediaBytes, assets: o.assets, maxInFlight: o.maxInFlight },
+    settings: { url: o.url, authUrl: o.authUrl, clientId: o.clientId, audience: o.audience, rate: o.rate, duration: o.duration, stages: o.stages, thresholds: o.thresholds.map(t => t.text), body: o.body === undefined ? undefined : 'file', bodyModule: o.bodyModule, mix: o.mix, connections: o.connections, timeoutSeconds: o.timeout, mediaBytes: o.mediaBytes, assets: o.assets, maxInFlight: o.maxInFlight },
     runId: run.runId,
     client: machine(),
     interrupted,
@@ -106,15 +109,32 @@ export function report ({ o, rec, run, startedAt, elapsedSeconds, session, inter
     notes,
     figures: figs
   }
+  const all = rec.latency.stats()
+  const thresholds = checkThresholds(o.thresholds, { latency: { percentile: p => rec.latency.percentile(p), avg: all.avg, max: all.max }, due: run.total, ok: s.all.ok, seconds })
+  data.thresholds = thresholds
   const file = writeResult(o.out, 'load', startedAt, data)
+  const hdrLog = resultFile(o.out, 'load', startedAt, 'hlog')
+  writeHdrLog(hdrLog, rec.perSecond, startedAt, `${headline}; run ${run.runId}`)
   const chart = resultFile(o.out, 'load', startedAt, 'svg')
   writeFileSync(chart, runChart({ title: headline, subtitle: [`${startedAt.toISOString()}, run ${run.runId}; latency from the due time to the end of the answer`], figures: figs, more: perSecondPanels(rec) }))
   process.stdout.write([
     '', headline,
     table(COLUMNS, [...Object.entries(s.kinds), ['all', { ...s.all, statuses: merged(s.kinds, 'statuses'), errors: merged(s.kinds, 'errors') }]]),
     ...notes.map(n => `note: ${n}`),
-    `results: ${file}`, `chart: ${chart}`
+    ...thresholds.map(t => `threshold ${t.passed ? 'held' : 'CROSSED'}: ${t.threshold} (measured ${+t.actual.toFixed(6)}${t.metric === 'errors' ? ' of the requests' : t.metric === 'rate' ? '/s' : ' ms'})`),
+    `results: ${file}`, `chart: ${chart}`, `hdr log: ${hdrLog}`
   ].join('\n') + '\n')
   const clean = s.all.ok === run.total && !interrupted
-  return clean ? 0 : 1
+  // With thresholds they decide, as in k6: a run may allow some errors.
+  const passed = o.thresholds.length > 0 ? thresholds.every(t => t.passed) && !interrupted : clean
+  // The last line: one JSON object a CI job reads (jq 'select(.verdict)' or the last line).
+  process.stdout.write(JSON.stringify({
+    verdict: passed ? 'pass' : 'fail',
+    thresholds,
+    requests: { due: run.total, sent: s.all.sent, ok: s.all.ok, notSent: s.all.notSent, interrupted },
+    ratePerSecond: +(s.all.ok / seconds).toFixed(3),
+    latencyMs: s.all.latencyMs,
+    files: { json: file, chart, hdrLog }
+  }) + '\n')
+  return passed ? 0 : 1
 }

@@ -14,26 +14,28 @@ const RECORD = JSON.parse(readFileSync(join(REPO_DIR, 'test', 'fixtures', 'asset
 /**
  * Request builders by kind: `(i, token) → { method, path, headers, body,
  * expect }` for the i-th request of run `runId`; paths under `prefix` (the
- * base URL's path). The media bytes are random, made once per run.
+ * base URL's path). `record(i)` is the telemetry record i (an object, or
+ * its JSON text): the spec's example unless the user gave one (--body,
+ * --body-module). The media bytes are random, made once per run.
  */
-export function requestBuilders ({ runId, prefix, assets, mediaBytes, batchSize }) {
+export function requestBuilders ({ runId, prefix, assets, mediaBytes, batchSize, record = specRecord(assets) }) {
   const media = randomBytes(mediaBytes)
+  const text = i => { const r = record(i); return typeof r === 'string' ? r : JSON.stringify(r) }
   const common = (token, id) => ({ authorization: `Bearer ${token}`, accept: 'application/json', 'x-request-id': id })
   return {
     telemetry (i, token) {
       const now = new Date()
-      const record = { ...RECORD, asset_id: `load-asset-${i % assets}`, timestamp: now.toISOString() }
       return {
         method: 'POST',
         path: `${prefix}/v1/asset/track`,
         headers: { ...common(token, `load-${runId}-${i}`), 'content-type': 'application/json', 'x-request-timestamp': String(Math.floor(now.getTime() / 1000)) },
-        body: JSON.stringify(record),
+        body: text(i),
         expect: 200
       }
     },
     batch (i, token) {
       const now = new Date()
-      const lines = Array.from({ length: batchSize }, (_, j) => JSON.stringify({ ...RECORD, asset_id: `load-asset-${(i * batchSize + j) % assets}`, timestamp: now.toISOString() }))
+      const lines = Array.from({ length: batchSize }, (_, j) => text(i * batchSize + j))
       return {
         method: 'POST',
         path: `${prefix}/v1/asset/track:batch`,
@@ -45,7 +47,7 @@ export function requestBuilders ({ runId, prefix, assets, mediaBytes, batchSize 
       }
     },
     stream (i) {
-      return { stream: JSON.stringify({ ...RECORD, asset_id: `load-asset-${i % assets}`, timestamp: new Date().toISOString() }) }
+      return { stream: text(i) }
     },
     evidence (i, token) {
       const id = `load-${runId}-${i}`
@@ -59,6 +61,11 @@ export function requestBuilders ({ runId, prefix, assets, mediaBytes, batchSize 
       }
     }
   }
+}
+
+/** Record i of the spec's example: its asset cycling through `assets`, its timestamp now. */
+function specRecord (assets) {
+  return i => ({ ...RECORD, asset_id: `load-asset-${i % assets}`, timestamp: new Date().toISOString() })
 }
 
 /**

@@ -1,6 +1,7 @@
 import t from 'tap'
 import { spawn } from 'node:child_process'
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import hdr from 'hdr-histogram-js'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -14,8 +15,9 @@ import { settled } from '../helpers/settle.js'
 // belongs in bench/.
 const RUNNER = fileURLToPath(new URL('../../bench/run.mjs', import.meta.url))
 
-function loadTool (args: string[]): Promise<{ code: number | null, stdout: string, stderr: string }> {
-  const proc = spawn(process.execPath, [RUNNER, 'load', ...args], { env: process.env, stdio: ['ignore', 'pipe', 'pipe'] })
+function loadTool (args: string[], env: Record<string, string> = {}): Promise<{ code: number | null, stdout: string, stderr: string }> {
+  const { LOAD_CLIENT_SECRET: _inherited, ...inherited } = process.env
+  const proc = spawn(process.execPath, [RUNNER, 'load', ...args], { env: { ...inherited, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
   let stdout = ''
   let stderr = ''
   proc.stdout.on('data', d => { stdout += d })
@@ -93,4 +95,41 @@ t.test('--mix takes kind=weight pairs of known kinds', async t => {
     t.equal(run.code, 2, mix)
     t.match(run.stderr, message)
   }
+})
+
+t.test('for load testers: ramping stages, a record of their own, the secret from the environment or a file, thresholds setting the exit code, an HdrHistogram log and a summary line', async t => {
+  const gw = await startTestGateway(t, { LOG_LEVEL: 'error' })
+  const out = outDir(t)
+  const module = join(out, 'record.mjs')
+  writeFileSync(module, "export default i => ({ asset_id: `mine-${i}`, timestamp: '2026-11-22T08:00:00Z', gps: { latitude: 1, longitude: 2 } })\n")
+  // 0 → 10/s over 1 s, then 10/s → 0 over 1 s: 5 + 5 requests.
+  const ramp = ['--url', gw.url, '--client-id', CLIENT.client_id, '--stages', '1s:10,1s:0', '--body-module', module, '--timeout', '60', '--out', out]
+  const held = await loadTool([...ramp, '--threshold', 'errors<1%', '--threshold', 'p99<60s'], { LOAD_CLIENT_SECRET: CLIENT.client_secret })
+  t.equal(held.code, 0, held.stdout + held.stderr)
+  const summary = JSON.parse(held.stdout.trimEnd().split('\n').at(-1)!)
+  t.equal(summary.verdict, 'pass')
+  t.same(summary.requests, { due: 10, sent: 10, ok: 10, notSent: 0, interrupted: false })
+  t.same(summary.thresholds.map((x: any) => [x.threshold, x.passed]), [['errors<1%', true], ['p99<60s', true]])
+  t.match(held.stdout, /threshold held: errors<1%/)
+  const assets = (await tailBus(gw.dataDir, 'asset.telemetry.v1')).map(m => m.value.asset_id).sort()
+  t.same(assets, Array.from({ length: 10 }, (_, i) => `mine-${i}`).sort(), 'the module\'s records, one per request')
+
+  const log = readFileSync(summary.files.hdrLog, 'utf8')
+  const reader = new hdr.HistogramLogReader(log)
+  let count = 0
+  for (let h = reader.nextIntervalHistogram(); h !== null; h = reader.nextIntervalHistogram()) count += h.totalCount
+  t.equal(count, 10, 'the HdrHistogram log holds every answer')
+  t.notOk(readFileSync(summary.files.json, 'utf8').includes(CLIENT.client_secret), 'the secret is not written down')
+
+  const secretFile = join(out, 'secret')
+  writeFileSync(secretFile, `${CLIENT.client_secret}\n`)
+  const crossed = await loadTool([...ramp.filter(a => a !== module && a !== '--body-module'), '--client-secret-file', secretFile, '--threshold', 'rate>=100000/s'], {})
+  t.equal(crossed.code, 1, 'a threshold crossed fails the run although every request succeeded')
+  const last = JSON.parse(crossed.stdout.trimEnd().split('\n').at(-1)!)
+  t.same([last.verdict, last.requests.ok, last.thresholds[0].passed], ['fail', 10, false])
+  t.match(crossed.stdout, /threshold CROSSED: rate>=100000\/s/)
+
+  const usage = await loadTool(['--url', gw.url, '--client-id', CLIENT.client_id, '--threshold', 'p99<fast'], {})
+  t.equal(usage.code, 2)
+  t.match(usage.stderr, /--threshold: "p99<fast"/)
 })
