@@ -9,7 +9,7 @@ import type { RunHub } from './hub.js'
 import { uuidv7 } from './ids.js'
 import { isoNow } from '../ops/index.js'
 import type { RunStore } from './store.js'
-import { isTerminal, type RunEvent, type RunRecord, type RunStatus } from './types.js'
+import { isTerminal, type RunEvent, type RunRecord } from './types.js'
 import { GatewayError } from '../errors.js'
 
 
@@ -139,16 +139,6 @@ export class RunManager {
 
   get inFlight (): number {
     return this.active.size
-  }
-
-  /** Called with the record of each run that ends here: what /metrics counts and times. */
-  ended: ((record: RunRecord) => void) | undefined
-
-  /** Runs queued or running here, by status. */
-  statusCounts (): Map<RunStatus, number> {
-    const counts = new Map<RunStatus, number>()
-    for (const run of this.active.values()) counts.set(run.record.status, (counts.get(run.record.status) ?? 0) + 1)
-    return counts
   }
 
   /** Why a start would be refused now (the in-flight bounds), or undefined. */
@@ -384,7 +374,6 @@ export class RunManager {
     if (left > 0) this.activeByTenant.set(record.tenant_id, left)
     else this.activeByTenant.delete(record.tenant_id)
     run.end?.(record)
-    this.ended?.(record)
   }
 }
 

@@ -13,8 +13,8 @@ import { followRun } from './follow.js'
 import { HarnessGate } from './gate.js'
 import { RunHub } from './hub.js'
 import { parseListQuery, RunIndex } from './list.js'
-import { RunManager } from './manager.js'
-import { runMetrics } from './metrics.js'
+import { RunManager, type EventSink } from './manager.js'
+import { RunMetrics } from './metrics.js'
 import { builtInModes, DEFAULT_MODE } from './modes/index.js'
 import { parseEventsAfter, parseLastEventId, parseRunRequest, requireJsonBody, type RunRequest } from './request.js'
 import { SingleNodeRuns } from './single.js'
@@ -78,6 +78,8 @@ export class HarnessService {
     const modes = builtInModes({ url: config.harnessLlmUrl, model: config.harnessLlmModel, apiKey: config.harnessLlmApiKey })
     const limits = { total: config.harnessMaxRunsInFlight, perTenant: config.harnessMaxRunsInFlightPerTenant, perAddress: config.harnessMaxRunsInFlightPerAddress, lifetimeMs: config.harnessMaxRunS * 1000 }
     const runsLog = log.child({ component: 'runs' })
+    const metrics = registry && new RunMetrics(registry)
+    const sink = (inner: EventSink): EventSink => metrics?.sink(inner) ?? inner
     // Without the gate or the front door's assertion the tenant is a header anyone may set: a client address bounds what one client holds.
     this.openMode = !config.svcHarnessAuthEnabled && config.harnessTenantAssertionSecret === undefined
     if (cluster) {
@@ -96,15 +98,15 @@ export class HarnessService {
         lingerMs: config.harnessPublishLingerMs
       }, { kafka: cluster.kafka, registry, store: this.store, manager: () => manager!, hub: this.hub, transition: event => this.feed.publish(event), log: log.child({ component: 'runs-cluster' }) })
       // Nothing to relay: the runs topic is where events are committed. The watch reads every partition's transitions from it.
-      manager = new RunManager(this.store, this.hub, modes, { track () {}, add () {} }, runsLog, limits, { log: this.cluster.events, commitBeforeExecute: true })
+      manager = new RunManager(this.store, this.hub, modes, sink({ track () {}, add () {} }), runsLog, limits, { log: this.cluster.events, commitBeforeExecute: true })
       this.manager = manager
       this.requests = new ClusterRequests({ cluster: this.cluster, manager, store: this.store, hub: this.hub, gate: this.gate, config, streams: this.streams, serve: (ctx, record) => this.serveRecord(ctx, record) })
     } else {
       this.store = new RunStore(state)
       this.single = new SingleNodeRuns({ config, state, bus, store: this.store, hub: this.hub, feed: this.feed, self, log })
-      this.manager = new RunManager(this.store, this.hub, modes, this.single.sink(), runsLog, limits)
+      this.manager = new RunManager(this.store, this.hub, modes, sink(this.single.sink()), runsLog, limits)
     }
-    if (registry) runMetrics(registry, { manager: this.manager, hub: this.hub, feed: this.feed, relay: this.single?.outbox })
+    metrics?.watch({ manager: this.manager, hub: this.hub, feed: this.feed, relay: this.single?.outbox })
   }
 
   async start (): Promise<void> {

@@ -81,6 +81,14 @@ t.test('one prefix, the families an operator alerts on, each series once per pro
   t.equal(sample(panel, 'gateway_telemetry_records_total'), 1)
 
   t.same(await checkMetrics(text), [], 'promtool check metrics: nothing about ours')
+
+  const slow = await fetch(`${gw.harnessUrl}/runs:start`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ message: 'slow', mode: 'echo', options: { steps: 50, delay_ms: 100 } }) })
+  const { run_id: runId } = await slow.json() as { run_id: string }
+  const running = await eventually(async () => (await fetch(`${gw.url}/metrics`)).text(), text => sample(text, 'gateway_runs_in_flight{status="running"}') === 1)
+  t.equal(sample(running, 'gateway_runs_in_flight{status="running"}'), 1, 'a run in flight, by its status')
+  await (await fetch(`${gw.harnessUrl}/runs/${runId}/cancel`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })).arrayBuffer()
+  const cancelled = await eventually(async () => (await fetch(`${gw.url}/metrics`)).text(), text => sample(text, 'gateway_runs_ended_total{status="cancelled"}') === 1)
+  t.equal(sample(cancelled, 'gateway_runs_in_flight{status="running"}'), 0, 'and no longer once it ended')
 })
 
 t.test('a harness-only process serves /metrics on its harness port', async t => {
