@@ -50,10 +50,10 @@ t.test('two tenants holding slow uploads leave a slab for a third, and are ended
   const holders = []
   // The first tenant alone first, at its largest share (half the pool), then the second: the order that holds most.
   for (let i = 0; i < 3; i++) holders.push(await slow(tokens.a, i))
-  await eventually(() => metric(gw.url, 'evidence_buffer_bytes_in_use'), v => v === 2 * 8 * MiB)
+  await eventually(() => metric(gw.url, 'gateway_evidence_buffer_in_use_bytes'), v => v === 2 * 8 * MiB)
   for (let i = 0; i < 3; i++) holders.push(await slow(tokens.b, 10 + i))
-  const inUse = await eventually(() => metric(gw.url, 'evidence_buffer_bytes_in_use'), v => v === 3 * 8 * MiB)
-  const waiting = await eventually(() => metric(gw.url, 'evidence_uploads_waiting_for_buffer'), v => v === 3)
+  const inUse = await eventually(() => metric(gw.url, 'gateway_evidence_buffer_in_use_bytes'), v => v === 3 * 8 * MiB)
+  const waiting = await eventually(() => metric(gw.url, 'gateway_evidence_uploads_waiting_for_buffer'), v => v === 3)
   t.same([inUse / MiB, waiting], [24, 3], 'the two tenants hold three slabs (half the pool, then a third of it) and wait for more')
 
   const during = await upload('evt-honest')
@@ -68,5 +68,5 @@ t.test('two tenants holding slow uploads leave a slab for a third, and are ended
   // The 408 is sent after the body's drain (HTTP_DRAIN_TIMEOUT_MS, 10 s): the slab was freed when the upload was ended.
   t.comment(`first slow upload (${TRICKLE_BYTES_PER_S / 1024} KiB/s) answered 408 ${endedAfterS.toFixed(1)} s after the attack began`)
   holders.forEach(h => h.stop())
-  t.equal(await eventually(() => metric(gw.url, 'evidence_buffer_bytes_in_use'), v => v === 0), 0, 'every slab back once the slow clients are gone')
+  t.equal(await eventually(() => metric(gw.url, 'gateway_evidence_buffer_in_use_bytes'), v => v === 0), 0, 'every slab back once the slow clients are gone')
 })
