@@ -59,6 +59,7 @@ function usage (scenarios) {
     'usage: npm run bench <scenario>...   run scenarios (bench/scenarios/<name>.mjs)',
     '       npm run bench all             run every scenario',
     '       npm run bench history [scenario...] [--last N]   how each figure moved across the saved runs',
+    '       npm run bench report [--check]   the README\'s benchmark table and bench/RESULTS.md from the newest saved runs',
     '       npm run bench load -- --url <base> --client-id <id> --client-secret <secret> [...]',
     '                                     drive any deployment at a fixed rate (--help for the options)',
     '',
@@ -161,6 +162,7 @@ async function main (argv) {
   const [command, ...rest] = argv.filter(a => a !== '--')
   // The load tool runs against any deployment and handles its own signals (it reports on Ctrl-C).
   if (command === 'load') return (await import('./load/main.mjs')).load(rest)
+  if (command === 'report') return (await import('./report.mjs')).report(rest, { resultsDir: process.env.BENCH_RESULTS_DIR || join(BENCH_DIR, 'results') })
   installCleanupHandlers()
   const scenarios = await loadScenarios()
   if (command === 'history') return history(rest, { resultsDir: process.env.BENCH_RESULTS_DIR || join(BENCH_DIR, 'results'), scenarios })

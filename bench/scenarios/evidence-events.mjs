@@ -33,6 +33,7 @@ import { WRK_COLUMNS } from '../lib/report.mjs'
 import { numberEnv, companionCpu } from '../lib/env.mjs'
 import { accessLogStats, formatStatuses, logSize } from '../lib/logs.mjs'
 import { fmt } from '../lib/format.mjs'
+import { figure, figuresOf, wrkFigures } from '../lib/figures.mjs'
 
 const PATH = '/v1/stream/events'
 
@@ -102,6 +103,8 @@ async function drain (server, timeoutSeconds, t0 = performance.now()) {
 export default {
   name: 'evidence-events',
   description: 'POST /v1/stream/events, events per second: envelope-only and with small clips, and the outbox backlog drain time (BUS=kafka, STORAGE=s3)',
+  // The drain rate beside the intake: `npm run bench report` asks whether the relay catches up.
+  figures: rows => [...wrkFigures(rows), ...figuresOf(rows, r => [figure(r, 'outbox drain', 'envelopes/s', r.label, 'drained', r.drainRate)])],
   headline (settings) {
     const k = knobs(settings)
     return `POST ${PATH}, a new event_id per request; clips of ${k.clipBytes} B; broker frozen ${k.freezeSeconds} s for the backlog row`

@@ -31,6 +31,7 @@ import { generateKeyPairSync } from 'node:crypto'
 import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { gateway, bareUws, fastifyKafkajs } from '../lib/targets.mjs'
+import { TELEMETRY_TARGETS as TARGETS } from '../lib/goals.mjs'
 import { goPeer } from '../lib/go-peer.mjs'
 import { startInfra, warmKafka } from '../lib/infra.mjs'
 import { luaScript, pacedLua, parsePaced } from '../lib/wrk.mjs'
@@ -49,8 +50,6 @@ const PATH = '/v1/asset/track'
 const BATCH_PATH = '/v1/asset/track:batch'
 const KAFKA_TARGETS = ['fastify-kafkajs', 'go-peer', 'gateway-kafka', 'go-peer-batch', 'gateway-kafka-batch']
 
-// The issue's targets (for the bench, not the tests).
-const TARGETS = { kafkaReqPerSec: 25000, vsBare: 0.5, vsFastify: 1.5, vsGoPeerPerCore: 1, pacedP99Ms: 20, batchRecordsPerSec: 100000, batchPacedP99Ms: 50 }
 
 /** NDJSON of `n` records: the example record on one line, each with its own asset_id. */
 function batchBody (n) {

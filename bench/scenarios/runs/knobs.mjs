@@ -5,10 +5,8 @@ import { listeningLine, tempDir } from '../../lib/procs.mjs'
 
 export const PHASES = ['throughput', 'delivery', 'capacity']
 export const REQUEST = { method: 'POST', path: '/runs:start', body: { message: 'hello', mode: 'echo' }, expectStatus: s => s === 202 }
-const MiB = 1024 * 1024
 
-// The targets (for the bench, not the tests).
-export const TARGETS = { runsPerSec: 5000, deliveryP99Ms: 10, subscribers: 10000, rssBytes: 1024 * MiB }
+export { RUNS_TARGETS as TARGETS } from '../../lib/goals.mjs'
 
 /** "10x2": runs in flight × streams per run; empty or 0: no light load point. */
 function lightLoad (raw) {

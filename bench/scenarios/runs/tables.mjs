@@ -6,6 +6,7 @@ import { formatStatuses } from '../../lib/logs.mjs'
 import { boundKind, boundNote, cpuShares, littlesLaw, verdict } from '../../lib/verdicts.mjs'
 import { figure, figuresOf } from '../../lib/figures.mjs'
 import { TARGETS } from './knobs.mjs'
+import { RUNS_RATIOS as RATIOS } from '../../lib/goals.mjs'
 
 const MiB = 1024 * 1024
 
@@ -34,10 +35,7 @@ export function throughputNotes (ctx, rows) {
     : []
 }
 
-/** The issue's targets, met or not. */
-/** Issue 15's targets, as ratios to the baselines measured in the same run. */
-const RATIOS = { vsLmdbRun: 0.9, sseVsMemory: 1.5 }
-
+/** The issue's targets and issue 15's ratios to the baselines of the same run, met or not. */
 export function verdicts (rows, threshold) {
   const notes = []
   const v = (ok, r) => verdict(ok, [r], threshold)
