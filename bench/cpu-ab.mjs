@@ -27,9 +27,9 @@
 // the requests wrk completed, the main thread's share apart, and from a
 // gateway's /metrics its GC time and records per bus send; the table shows
 // medians and each round's figure. CPU per request moves much less than
-// req/s when others share the machine, but not nothing: the gateway's moved
-// ±20% between rounds of one run here (bench/README.md, "last"), so read the
-// spread, and alternate enough rounds to see through it.
+// req/s when others share the machine, but not nothing: it can move by ±20%
+// between rounds of one run, so read the spread, and alternate enough rounds
+// to see through it.
 import { generateKeyPairSync } from 'node:crypto'
 import { readFileSync, readdirSync, writeFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'

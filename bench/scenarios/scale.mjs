@@ -65,7 +65,7 @@ export default {
     return {
       rows,
       compareBy: 'speedup',
-      notes: [`${cpus().length} CPUs here; the servers run unpinned and wrk shares a CPU with them, so WORKERS=2 competes with the load generator (bench/README.md "scale")`, 'server CPU and RSS of the -w2 rows are the supervisor\'s alone (its workers are its children): read req/s and latency']
+      notes: [`${cpus().length} CPUs here; the servers run unpinned and wrk shares a CPU with them, so WORKERS=2 competes with the load generator (bench/README.md, Scenarios)`, 'server CPU and RSS of the -w2 rows are the supervisor\'s alone (its workers are its children): read req/s and latency']
     }
   }
 }
