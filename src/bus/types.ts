@@ -10,8 +10,7 @@ export interface BusMessage {
  * A value published as bytes received and text after them: the first `end`
  * bytes of `bytes` (UTF-8), then `tail`. It lets a record go out as it
  * came, with members added at its end, without a buffer of its own: a new
- * one per record brought on full collections (bench/README.md, "2026-11-24,
- * third").
+ * one per record brought on full collections.
  */
 export interface Splice {
   bytes: Buffer

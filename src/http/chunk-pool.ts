@@ -10,7 +10,8 @@ const MIN_CHUNK_BYTES = 16 * 1024
  * were promoted, and waited as garbage for the next mark-compact, which
  * external memory alone triggers only every ~64 MiB: each 256 MB upload left
  * about 1.3 MiB behind, and the idle RSS grew round after round of uploads
- * (bench/README.md). From a shared pool the next body takes them back.
+ * (`BENCH_EVIDENCE_REPEAT=8 npm run bench evidence` reports it). From a
+ * shared pool the next body takes them back.
  */
 export class ChunkPool {
   private readonly free = new Map<number, ArrayBuffer[]>()

@@ -19,13 +19,13 @@ let observer: PerformanceObserver | undefined
  * often do: they live across a batch commit. Every young object then stored
  * into such an old object (a header map, a body, a parsed record) is kept
  * alive through each scavenge by the old-to-new remembered set, and only a
- * full mark-compact frees it. Measured with `--trace-gc-nvp` (telemetry,
- * local bus, 50 connections): with pretenuring, 27% of the young generation
- * survived each scavenge and a mark-compact ran every ~3 s; without it, 3%
- * and none. An A/B of alternated rounds: p99 43.8 → 15.0 ms, 4% less CPU per
- * request, 6% more requests a second. Clearing the request context's body
- * fields when a request finished had the same effect, which points at the
- * context as the site (bench/README.md, "quiet machine").
+ * full mark-compact frees it. Under `npm run bench telemetry` (local bus, 50
+ * connections) with `--trace-gc-nvp`: with pretenuring, 27% of the young
+ * generation survived each scavenge and a mark-compact ran every ~3 s;
+ * without it, 3% and none; `bench/cpu-ab.mjs` alternating the two: p99
+ * 43.8 → 15.0 ms, 4% less CPU per request. Clearing the request context's
+ * body fields when a request finished had the same effect, which points at
+ * the context as the site.
  *
  * The flag is read at each GC, so setting it here, before any load, is
  * enough, but for a worker thread's start, which sets it back (`watchHeap`).
@@ -46,8 +46,8 @@ export function disablePretenuring (): void {
  * is read at each growth, so once the space has reached the cap it is set to
  * 1 (no growth), and back to 2 should V8 shrink the space. With pretenuring
  * off (above) a smaller young generation costs telemetry nothing measurable:
- * an A/B at 50 connections gave 161, 153 and 155 µs of CPU per request at
- * 16, 8 and 4 MiB (bench/README.md).
+ * 161, 153 and 155 µs of CPU per request at 16, 8 and 4 MiB, 50 connections
+ * (`node bench/cpu-ab.mjs a=.:HEAP_SEMI_SPACE_MB=16 b=.:HEAP_SEMI_SPACE_MB=8`).
  *
  * Process-wide, like the flags it sets: a later call changes the cap.
  */

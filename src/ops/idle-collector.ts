@@ -25,7 +25,8 @@ const IDLE_COLLECTOR_DEFAULTS: IdleCollectorOptions = { delayMs: 1000, minInterv
  * generation when it reaches a multiple of what was live after the last
  * collection (up to 4× here), and its memory reducer only after seconds of
  * quiet. Rounds of uploads a few seconds apart thus grew the idle heap by
- * 3–5 MiB a round, and the RSS with it (bench/README.md). Collecting when the
+ * 3–5 MiB a round, and the RSS with it (`BENCH_EVIDENCE_REPEAT=8 npm run
+ * bench evidence` reports the idle RSS between rounds). Collecting when the
  * uploads in flight fall to none, at most every `minIntervalMs`, holds the
  * idle heap near what is live, at the cost of one incremental mark-compact
  * while there is nothing to upload.
