@@ -39,6 +39,39 @@ export const catalog = {
 
 export type ErrorCode = keyof typeof catalog
 
+/**
+ * The reasons some answers carry as their text, for a program to match: the
+ * harness's and the front door's `detail`, and every route's 401. Each is
+ * named here under its code, and `docs/errors.md` lists them (a test holds
+ * them together and checks each is raised somewhere). A reason answered
+ * with a value after it (`run_not_in_flight:running`) is named without it.
+ */
+export const reasons = {
+  'missing Bearer token': 'unauthorized',
+  'empty Bearer token': 'unauthorized',
+  'auth_failed:malformed': 'unauthorized',
+  'auth_failed:expired': 'unauthorized',
+  'auth_failed:wrong_issuer': 'unauthorized',
+  'auth_failed:wrong_audience': 'unauthorized',
+  'auth_failed:invalid_signature': 'unauthorized',
+  'auth_failed:tenant_unresolved': 'unauthorized',
+  'not_a_member:org': 'not_a_member',
+  'cross_tenant_replay:run': 'forbidden',
+  invalid_query: 'invalid_request',
+  run_not_found: 'not_found',
+  route_not_found: 'not_found',
+  asset_not_found: 'not_found',
+  method_not_allowed: 'method_not_allowed',
+  run_not_in_flight: 'conflict',
+  runs_in_flight_limit: 'overloaded',
+  run_cancel_pending: 'overloaded',
+  runs_unavailable: 'overloaded',
+  run_owner_unavailable: 'overloaded'
+} as const satisfies Record<string, ErrorCode>
+
+export type Reason = keyof typeof reasons
+export type UnauthorizedReason = { [R in Reason]: typeof reasons[R] extends 'unauthorized' ? R : never }[Reason]
+
 export interface GatewayErrorOptions {
   /** Field or location → message; rendered as the dialect's `errors`/`details`. */
   details?: Record<string, string>
@@ -74,7 +107,16 @@ export function toGatewayError (err: unknown): GatewayError {
   return new GatewayError('internal_error', 'internal error', { cause: err })
 }
 
+/**
+ * The error of `reason`, under its code; `value` follows the reason after a
+ * colon (`run_not_in_flight:running`, `method_not_allowed:PUT`).
+ */
+export function refusal (reason: Reason, options: GatewayErrorOptions & { value?: string } = {}): GatewayError {
+  const { value, ...rest } = options
+  return new GatewayError(reasons[reason], value === undefined ? reason : `${reason}:${value}`, rest)
+}
+
 /** A 401 that asks for a bearer token, as every token check answers. */
-export function unauthorized (message: string, cause?: unknown): GatewayError {
-  return new GatewayError('unauthorized', message, { headers: { 'www-authenticate': 'Bearer' }, cause })
+export function unauthorized (reason: UnauthorizedReason, cause?: unknown): GatewayError {
+  return refusal(reason, { headers: { 'www-authenticate': 'Bearer' }, cause })
 }

@@ -1,5 +1,5 @@
 import { decodeProtectedHeader, errors, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose'
-import { unauthorized, type GatewayError } from '../errors.js'
+import { unauthorized, type GatewayError, type UnauthorizedReason } from '../errors.js'
 
 /**
  * One grammar for `Authorization: Bearer`, one set of claim rules and one
@@ -104,7 +104,7 @@ export function jwtFailure (err: unknown): GatewayError {
   return unauthorized(reason(err), err)
 }
 
-function reason (err: unknown): string {
+function reason (err: unknown): UnauthorizedReason {
   if (err instanceof errors.JWTExpired) return 'auth_failed:expired'
   if (err instanceof errors.JWTClaimValidationFailed) {
     if (err.claim === 'iss') return 'auth_failed:wrong_issuer'

@@ -1,6 +1,6 @@
 import { readdirSync, readFileSync } from 'node:fs'
 import type { Route } from '../http/index.js'
-import { GatewayError } from '../errors.js'
+import { refusal } from '../errors.js'
 import { consolePage } from './page.js'
 import { CONSOLE_CSS } from './style.js'
 
@@ -81,7 +81,7 @@ export function consoleRoutes (metrics?: () => Promise<string>): Route[] {
       quiet: true,
       handler: ctx => {
         const asset = assets.get(ctx.params['file']!)
-        if (asset === undefined) throw new GatewayError('not_found', 'asset_not_found')
+        if (asset === undefined) throw refusal('asset_not_found')
         return { status: 200, body: asset.body, headers: { ...HEADERS, 'content-type': asset.type, 'cache-control': 'no-cache' } }
       }
     }

@@ -1,7 +1,7 @@
 import { signTenantAssertion, TENANT_ASSERTION_HEADER, type KeyStore } from '../auth/index.js'
 import type { Config } from '../config/index.js'
 import { proxy, upstreamOf, type RequestContext, type Route, type Upstream } from '../http/index.js'
-import { GatewayError } from '../errors.js'
+import { refusal } from '../errors.js'
 import { exchangeToken, remoteKeys, verifyCaller, type CallerSettings } from './caller.js'
 import { rerootLinks } from './links.js'
 import { loadOrgs, type Org } from './orgs.js'
@@ -51,9 +51,9 @@ export class FrontDoor {
   private async forward (ctx: RequestContext): Promise<undefined> {
     const rest = `/${ctx.params['*']!}`
     const route = matchFronted(ctx.method, rest)
-    if (route === undefined) throw new GatewayError('not_found', 'route_not_found')
-    if ('allowed' in route) throw new GatewayError('method_not_allowed', `method_not_allowed:${ctx.method}`, { headers: { allow: route.allowed.join(', ') } })
-    if (route.query && !QUERY.test(ctx.query)) throw new GatewayError('invalid_request', 'invalid_query')
+    if (route === undefined) throw refusal('route_not_found')
+    if ('allowed' in route) throw refusal('method_not_allowed', { value: ctx.method, headers: { allow: route.allowed.join(', ') } })
+    if (route.query && !QUERY.test(ctx.query)) throw refusal('invalid_query')
 
     const query = route.query && ctx.query !== '' ? `?${ctx.query}` : ''
     if (route.open) return proxy(ctx, this.upstream, { path: rest, headers: { 'x-request-id': ctx.requestId }, body: undefined })
@@ -61,7 +61,7 @@ export class FrontDoor {
     const caller = await verifyCaller(ctx.headers['authorization'], this.caller)
     const org = this.orgs.get(ctx.params['slug']!)
     const member = (id: unknown): boolean => typeof id === 'string' && org!.members.has(id)
-    if (!org || !(member(caller.claims.sub) || member(caller.claims['client_id']))) throw new GatewayError('not_a_member', 'not_a_member:org')
+    if (!org || !(member(caller.claims.sub) || member(caller.claims['client_id']))) throw refusal('not_a_member:org')
     const token = caller.alg === 'RS256'
       ? caller.token
       : await exchangeToken(caller, this.keys.current, this.config.authIssuer, this.config.idpRs256Audience ?? 'harness')

@@ -38,7 +38,7 @@ async function sendBody (socket: Socket, total: number): Promise<number> {
   return sent
 }
 
-const refuseAtOnce: Route = { method: 'POST', path: '/upload', body: 'stream', bodyLimit: 1024 * MiB, errors: 'evidence', handler: () => { throw unauthorized('token expired') } }
+const refuseAtOnce: Route = { method: 'POST', path: '/upload', body: 'stream', bodyLimit: 1024 * MiB, errors: 'evidence', handler: () => { throw unauthorized('auth_failed:expired') } }
 
 t.test('an answer given before the body ends is sent once the rest is read and discarded; the connection stays usable', async t => {
   const { port, registry } = await serve(t, [refuseAtOnce, { method: 'GET', path: '/next', handler: () => ({ status: 200, body: 'next' }) }])
@@ -100,7 +100,7 @@ t.test('authorize runs on the headers: a refused caller\'s JSON body is never bu
     path: '/track',
     body: 'json',
     bodyLimit: 4 * MiB,
-    authorize: ctx => { checked++; throw unauthorized(ctx.headers['authorization'] === undefined ? 'missing Bearer token' : 'bad token') },
+    authorize: ctx => { checked++; throw unauthorized(ctx.headers['authorization'] === undefined ? 'missing Bearer token' : 'auth_failed:malformed') },
     handler: () => { handled++; return { status: 200 } }
   }], { bodyBudget: budget })
   const socket = await rawConnect(port)
