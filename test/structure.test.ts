@@ -12,7 +12,7 @@ const src = join(root, 'src')
  * not import each other, and only main.ts wires them together.
  */
 const LAYERS: ReadonlyArray<readonly string[]> = [
-  ['errors.ts', 'validation'],
+  ['errors.ts', 'validation', 'harness-api'],
   ['config'],
   ['state', 'storage'],
   ['cluster'],

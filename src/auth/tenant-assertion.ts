@@ -14,7 +14,7 @@ import { createHash, createHmac, timingSafeEqual } from 'node:crypto'
  * Authorization, so neither is repeated.
  */
 
-export const TENANT_ASSERTION_HEADER = 'x-svc-tenant-assertion'
+export { TENANT_ASSERTION_HEADER } from '../harness-api/index.js'
 
 /** How long an assertion is good for: one request's worth, plus clock skew. */
 export const TENANT_ASSERTION_TTL_S = 60

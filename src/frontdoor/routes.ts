@@ -1,19 +1,14 @@
 import { isStorageId } from '../validation/index.js'
 import type { NotAllowed } from '../http/index.js'
+import { HARNESS_ROUTES, type HarnessRoute } from '../harness-api/index.js'
 
 /**
  * The harness routes the front door fronts, and nothing else: a path that
  * does not match one of these is 404 before any token is looked at, minted
- * or forwarded. A new harness route is one more row.
+ * or forwarded. The harness's own routes come from src/harness-api; the
+ * health and console routes its port serves besides are added here.
  */
-export interface FrontedRoute {
-  readonly method: 'GET' | 'POST'
-  /** The harness path; a `{id}` segment must be a storage identifier. */
-  readonly path: string
-  /** The caller's query string is forwarded; other routes take none, and it is dropped. */
-  readonly query?: true
-  /** The JSON answer's top-level `links` name harness paths, re-rooted under the front door. */
-  readonly links?: true
+export interface FrontedRoute extends HarnessRoute {
   /**
    * Served to anyone, without a token: the console's page and files, which
    * hold no data (a browser that opens a link sends no Authorization header;
@@ -24,14 +19,7 @@ export interface FrontedRoute {
 }
 
 export const FRONTED_ROUTES: readonly FrontedRoute[] = [
-  { method: 'GET', path: '/runs', query: true },
-  { method: 'POST', path: '/runs' },
-  { method: 'GET', path: '/runs:watch' },
-  { method: 'POST', path: '/runs:start', links: true },
-  { method: 'GET', path: '/runs/{id}', query: true },
-  { method: 'GET', path: '/runs/{id}/stream' },
-  { method: 'POST', path: '/runs/{id}/cancel' },
-  { method: 'GET', path: '/skills', query: true },
+  ...HARNESS_ROUTES,
   { method: 'GET', path: '/health' },
   { method: 'GET', path: '/health/ready' },
   { method: 'GET', path: '/console', open: true },

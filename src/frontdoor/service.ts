@@ -2,12 +2,12 @@ import { signTenantAssertion, TENANT_ASSERTION_HEADER, type KeyStore } from '../
 import type { Config } from '../config/index.js'
 import { proxy, upstreamOf, type RequestContext, type Route, type Upstream } from '../http/index.js'
 import { refusal } from '../errors.js'
+import { TENANT_HEADER } from '../harness-api/index.js'
 import { exchangeToken, remoteKeys, verifyCaller, type CallerSettings } from './caller.js'
 import { rerootLinks } from './links.js'
 import { loadOrgs, type Org } from './orgs.js'
 import { FRONTED_ROUTES, matchFronted } from './routes.js'
 
-const TENANT_HEADER = 'x-svc-tenant-client-id'
 const FORWARDED_REQUEST_HEADERS = ['content-type', 'accept', 'last-event-id']
 const PREFIX = '/api/v1/orgs/{slug}/harness'
 

@@ -1,4 +1,5 @@
 import { GatewayError } from '../errors.js'
+import { TENANT_HEADER } from '../harness-api/index.js'
 
 /**
  * Headers a request may carry at most once. uWS hands every copy to
@@ -8,7 +9,7 @@ import { GatewayError } from '../errors.js'
  */
 export const SINGLE_VALUED: ReadonlySet<string> = new Set([
   'content-length', 'transfer-encoding', 'authorization', 'host',
-  'x-svc-tenant-client-id', 'x-request-id', 'content-type', 'last-event-id'
+  TENANT_HEADER, 'x-request-id', 'content-type', 'last-event-id'
 ])
 
 /**
