@@ -86,7 +86,7 @@ export const variables = [
   { name: 'S3_REGION', type: 'string', default: 'us-east-1', description: 'S3 region' },
   { name: 'S3_BUCKET', type: 'string', default: 'evidence', description: 'bucket for evidence objects' },
   { name: 'S3_FORCE_PATH_STYLE', type: 'boolean', default: false, description: 'path-style addressing (MinIO)' },
-  { name: 'S3_PART_SIZE', type: 'integer', default: 8 * MiB, minimum: 5 * MiB, description: 'multipart part size in bytes' },
+  { name: 'S3_PART_SIZE', type: 'integer', default: 8 * MiB, minimum: 5 * MiB, description: 'multipart part size in bytes, and so the size of each slab of STORAGE_BUFFER_BYTES an upload is written through (a part is one slab)' },
   { name: 'S3_QUEUE_SIZE', type: 'integer', default: 4, minimum: 1, description: 'parts in flight per upload' },
   { name: 'STORAGE_BUFFER_BYTES', type: 'integer', default: 32 * MiB, minimum: 5 * MiB, description: 'memory for media being stored, shared by all uploads (slabs of `S3_PART_SIZE`); an upload waits, its socket paused, when it is spent' },
   { name: 'STORAGE_CLIENT_MAX_SLABS', type: 'integer', minimum: 1, description: 'slabs of that memory one client may hold at once (default: all but a quarter of them, at least one kept back)' },
