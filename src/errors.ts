@@ -66,7 +66,8 @@ export const reasons = {
   runs_in_flight_limit: 'overloaded',
   run_cancel_pending: 'overloaded',
   runs_unavailable: 'overloaded',
-  run_owner_unavailable: 'overloaded'
+  run_owner_unavailable: 'overloaded',
+  too_many_streams: 'too_many_streams'
 } as const satisfies Record<string, ErrorCode>
 
 export type Reason = keyof typeof reasons

@@ -27,9 +27,12 @@ export const HARNESS_ROUTES = [
 ] as const satisfies readonly HarnessRoute[]
 
 /** `POST /runs` and the like: what a route's handler is looked up by. */
-export type HarnessRouteKey = `${typeof HARNESS_ROUTES[number]['method']} ${typeof HARNESS_ROUTES[number]['path']}`
+export type HarnessRouteKey = KeyOf<typeof HARNESS_ROUTES[number]>
+type KeyOf<R> = R extends { method: infer M extends string, path: infer P extends string } ? `${M} ${P}` : never
 
-export const routeKey = (route: { method: string, path: string }): string => `${route.method} ${route.path}`
+export function routeKey<R extends { method: string, path: string }> (route: R): KeyOf<R> {
+  return `${route.method} ${route.path}` as KeyOf<R>
+}
 
 /** The tenant a request acts for, set by the front door (or a trusted caller) for the harness. */
 export const TENANT_HEADER = 'x-svc-tenant-client-id'

@@ -15,7 +15,7 @@ const KEEP = 512
  * longer than V8's young-generation collections are apart, so each run's
  * actor was copied into the old generation and freed only by a full
  * collection: with a new actor per run, 20.5 µs of GC a run; with the
- * actors reused, 8.1 µs (docs/harness.md, Throughput). Each run in flight
+ * actors reused, 8.1 µs (`CPU_AB_SCENARIO=runs node bench/cpu-ab.mjs`). Each run in flight
  * still has an actor of its own, taken when it is created and given back
  * once its terminal event is committed; a run never touches its actor after
  * that (`RunManager.settle` drops it).

@@ -2,9 +2,9 @@ import { createRemoteJWKSet, type JWTVerifyGetKey } from 'jose'
 import { bearerToken, TENANT_ASSERTION_HEADER, verifyJwt, verifyTenantAssertion } from '../auth/index.js'
 import type { Headers } from '../http/index.js'
 import { unauthorized } from '../errors.js'
+import { TENANT_HEADER } from '../harness-api/index.js'
 import { isStorageId } from '../validation/index.js'
 
-export const TENANT_HEADER = 'x-svc-tenant-client-id'
 const LEEWAY_S = 30
 const DEFAULT_TENANT = 'default'
 

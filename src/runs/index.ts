@@ -1,5 +1,5 @@
 export { HarnessService, type HarnessCluster } from './service.js'
-export { HarnessGate, TENANT_HEADER } from './gate.js'
+export { HarnessGate } from './gate.js'
 export { RunManager } from './manager.js'
 export { LIFECYCLE, runLifecycle } from './machine.js'
 export { parseRunRequest, parseLastEventId, MAX_MESSAGE_BYTES } from './request.js'

@@ -10,7 +10,7 @@ import { uuidv7 } from './ids.js'
 import { isoNow } from '../ops/index.js'
 import type { RunStore } from './store.js'
 import { isTerminal, type RunEvent, type RunRecord } from './types.js'
-import { GatewayError } from '../errors.js'
+import { refusal, type GatewayError } from '../errors.js'
 
 
 /**
@@ -148,7 +148,7 @@ export class RunManager {
     const theirs = address === undefined ? 0 : this.activeByAddress.get(address) ?? 0
     if (this.active.size < total && mine < perTenant && theirs < perAddress) return undefined
     const which = mine >= perTenant ? `${perTenant} for this tenant` : theirs >= perAddress ? `${perAddress} for this client address` : `${total} in this process`
-    return new GatewayError('overloaded', 'runs_in_flight_limit', { headers: { 'retry-after': '1' }, details: { detail: `at most ${which} queued or running` } })
+    return refusal('runs_in_flight_limit', { headers: { 'retry-after': '1' }, details: { detail: `at most ${which} queued or running` } })
   }
 
   /**

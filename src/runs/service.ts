@@ -4,7 +4,8 @@ import type { Registry } from 'prom-client'
 import type { FollowableBus } from '../bus/index.js'
 import type { Config } from '../config/index.js'
 import { type Reply, type RequestContext, type Route } from '../http/index.js'
-import { GatewayError } from '../errors.js'
+import { HARNESS_ROUTES, routeKey, type HarnessRouteKey } from '../harness-api/index.js'
+import { refusal } from '../errors.js'
 import type { Owner, StateStore } from '../state/index.js'
 import { isStorageId } from '../validation/index.js'
 import { ClusterRequests } from './cluster/requests.js'
@@ -168,17 +169,17 @@ export class HarnessService {
    * cluster, which also reads the members' own headers (`cluster/peer.ts`).
    */
   routes (peer = false): Route[] {
-    const common = { errors: 'harness' as const }
-    return [
-      { ...common, method: 'POST', path: '/runs', body: 'json', authorize: ctx => this.gate.tenant(ctx.headers), handler: (ctx, tenant: string) => this.runSync(ctx, tenant) },
-      { ...common, method: 'GET', path: '/runs', handler: ctx => this.list(ctx, peer) },
-      { ...common, method: 'GET', path: '/runs:watch', handler: ctx => this.watch(ctx) },
-      { ...common, method: 'POST', path: '/runs:start', body: 'json', authorize: ctx => this.gate.tenant(ctx.headers), handler: (ctx, tenant: string) => this.runAsync(ctx, tenant) },
-      { ...common, method: 'GET', path: '/runs/{id}', handler: ctx => this.getRun(ctx, peer) },
-      { ...common, method: 'GET', path: '/runs/{id}/stream', handler: ctx => this.stream(ctx, peer) },
-      { ...common, method: 'POST', path: '/runs/{id}/cancel', handler: ctx => this.cancel(ctx, peer) },
-      { ...common, method: 'GET', path: '/skills', handler: ctx => this.skills(ctx) }
-    ]
+    const serves: Record<HarnessRouteKey, Omit<Route, 'method' | 'path'>> = {
+      'POST /runs': { body: 'json', authorize: ctx => this.gate.tenant(ctx.headers), handler: (ctx, tenant: string) => this.runSync(ctx, tenant) },
+      'GET /runs': { handler: ctx => this.list(ctx, peer) },
+      'GET /runs:watch': { handler: ctx => this.watch(ctx) },
+      'POST /runs:start': { body: 'json', authorize: ctx => this.gate.tenant(ctx.headers), handler: (ctx, tenant: string) => this.runAsync(ctx, tenant) },
+      'GET /runs/{id}': { handler: ctx => this.getRun(ctx, peer) },
+      'GET /runs/{id}/stream': { handler: ctx => this.stream(ctx, peer) },
+      'POST /runs/{id}/cancel': { handler: ctx => this.cancel(ctx, peer) },
+      'GET /skills': { handler: ctx => this.skills(ctx) }
+    }
+    return HARNESS_ROUTES.map(r => ({ errors: 'harness' as const, method: r.method, path: r.path, ...serves[routeKey(r)] }))
   }
 
   /** Fetches the key set, retrying with backoff: the IdP may start after us (or be this process). */
@@ -232,8 +233,8 @@ export class HarnessService {
     const tenant = await this.gate.tenant(ctx.headers)
     const id = ctx.params['id']!
     const record = isStorageId(id) ? this.manager.get(id) : undefined
-    if (!record) throw new GatewayError('not_found', 'run_not_found')
-    if (record.tenant_id !== tenant) throw new GatewayError('forbidden', 'cross_tenant_replay:run')
+    if (!record) throw refusal('run_not_found')
+    if (record.tenant_id !== tenant) throw refusal('cross_tenant_replay:run')
     return record
   }
 
@@ -252,7 +253,7 @@ export class HarnessService {
     let tail: (() => void) | undefined
     const done = (): void => { place(); tail?.() }
     try {
-      tail = await this.cluster?.tail.acquire().catch(err => { throw new GatewayError('overloaded', 'runs_unavailable', { headers: { 'retry-after': '1' }, cause: err }) })
+      tail = await this.cluster?.tail.acquire().catch(err => { throw refusal('runs_unavailable', { headers: { 'retry-after': '1' }, cause: err }) })
       ctx.onAbort(done)
       await this.feed.watch(ctx, tenant, ctx.headers['last-event-id'], this.config.harnessSseBuffer, this.config.harnessHeartbeatMs, done)
     } catch (err) {
@@ -271,9 +272,9 @@ export class HarnessService {
   private async cancel (ctx: RequestContext, peer: boolean): Promise<Reply | undefined> {
     if (this.requests) return this.requests.cancel(ctx, peer)
     const record = await this.owned(ctx)
-    if (isTerminal(record.status)) throw new GatewayError('conflict', `run_not_in_flight:${record.status}`)
+    if (isTerminal(record.status)) throw refusal('run_not_in_flight', { value: record.status })
     const cancelled = await this.manager.cancel(record.run_id) ?? await this.single!.cancelElsewhere(this.manager, record)
-    if (cancelled.status !== 'cancelled') throw new GatewayError('conflict', `run_not_in_flight:${cancelled.status}`)
+    if (cancelled.status !== 'cancelled') throw refusal('run_not_in_flight', { value: cancelled.status })
     return this.withEvents(200, cancelled)
   }
 

@@ -1,6 +1,6 @@
 import { LocalBus, type FollowableBus } from '../bus/index.js'
 import type { Config } from '../config/index.js'
-import { GatewayError } from '../errors.js'
+import { refusal } from '../errors.js'
 import type { Logger } from 'pino'
 import type { Owner, StateStore } from '../state/index.js'
 import type { RunHub } from './hub.js'
@@ -110,7 +110,7 @@ export class SingleNodeRuns {
     const local = manager.get(record.run_id)
     if (local && isTerminal(local.status)) return local
     const ended = await this.remote?.cancel(record)
-    if (!ended) throw new GatewayError('overloaded', 'run_cancel_pending', { headers: { 'retry-after': '1' } })
+    if (!ended) throw refusal('run_cancel_pending', { headers: { 'retry-after': '1' } })
     return ended
   }
 }

@@ -1,4 +1,4 @@
-import { GatewayError } from '../errors.js'
+import { refusal } from '../errors.js'
 
 /**
  * Run streams and watch feeds a process serves at once, in all and per
@@ -17,7 +17,7 @@ export class StreamBudget {
     const mine = this.byTenant.get(tenant) ?? 0
     if (this.total >= this.max || mine >= this.perTenant) {
       const which = mine >= this.perTenant ? `${this.perTenant} for this tenant` : `${this.max} in this process`
-      throw new GatewayError('too_many_streams', 'too_many_streams', { headers: { 'retry-after': '5' }, details: { detail: `at most ${which} open at once` } })
+      throw refusal('too_many_streams', { headers: { 'retry-after': '5' }, details: { detail: `at most ${which} open at once` } })
     }
     this.total++
     this.byTenant.set(tenant, mine + 1)

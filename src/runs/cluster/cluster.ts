@@ -3,7 +3,7 @@ import type { Admin, Consumer, Kafka, Producer } from 'kafkajs'
 import { Counter, type Registry } from 'prom-client'
 import type { Logger } from 'pino'
 import { keyPartitioner, MicroBatcher, partitionOfKey } from '../../bus/index.js'
-import { GatewayError } from '../../errors.js'
+import { refusal } from '../../errors.js'
 import type { RunHub } from '../hub.js'
 import type { EventLog, RunManager } from '../manager.js'
 import type { Owner } from '../../state/index.js'
@@ -170,13 +170,13 @@ export class RunsCluster {
 
   /** The partition of the runs topic a run belongs to (the key's partition, as Kafka's default partitioner computes it). */
   partitionOf (runId: string): number {
-    if (this.count === 0) throw new GatewayError('overloaded', 'runs_unavailable', { headers: { 'retry-after': '1' } })
+    if (this.count === 0) throw refusal('runs_unavailable', { headers: { 'retry-after': '1' } })
     return partitionOfKey(runId, this.count)
   }
 
   /** Sends a command to the owner of its run's partition; resolves once Kafka has it (acks = all). */
   submit (command: RunCommand): Promise<void> {
-    if (!this.started) return Promise.reject(new GatewayError('overloaded', 'runs_unavailable', { headers: { 'retry-after': '1' } }))
+    if (!this.started) return Promise.reject(refusal('runs_unavailable', { headers: { 'retry-after': '1' } }))
     const message = { key: command.run_id, value: encodeCommand(command), headers: { schema: COMMAND_SCHEMA, 'client-id': command.tenant_id }, partition: this.partitionOf(command.run_id) }
     return this.commands.add(message)
   }

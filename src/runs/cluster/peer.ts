@@ -1,8 +1,8 @@
 import { request, type Agent } from 'node:http'
 import { TENANT_ASSERTION_HEADER } from '../../auth/index.js'
-import { GatewayError } from '../../errors.js'
+import { refusal, type GatewayError } from '../../errors.js'
 import { proxy, upstreamOf, type RequestContext } from '../../http/index.js'
-import { TENANT_HEADER } from '../gate.js'
+import { TENANT_HEADER } from '../../harness-api/index.js'
 
 /**
  * Headers a member sets on what it forwards to another, read only on the
@@ -23,7 +23,7 @@ const MAX_JSON_BYTES = 64 * 1024 * 1024
 const PASSED = ['authorization', TENANT_HEADER, TENANT_ASSERTION_HEADER, 'last-event-id', 'x-request-id', 'accept']
 
 export function ownerUnavailable (why: string): GatewayError {
-  return new GatewayError('overloaded', 'run_owner_unavailable', { headers: { 'retry-after': '1' }, details: { detail: why } })
+  return refusal('run_owner_unavailable', { headers: { 'retry-after': '1' }, details: { detail: why } })
 }
 
 /** What of the caller's request the owner needs to check it again itself: its token, its tenant, where to resume. */

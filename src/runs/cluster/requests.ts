@@ -1,5 +1,5 @@
 import type { Config } from '../../config/index.js'
-import { GatewayError } from '../../errors.js'
+import { GatewayError, refusal } from '../../errors.js'
 import type { Reply, RequestContext } from '../../http/index.js'
 import { TERMINAL_EVENT_TYPES } from '../catalogue.js'
 import type { HarnessGate } from '../gate.js'
@@ -90,14 +90,14 @@ export class ClusterRequests {
     if (route.kind === 'there' && !peer) return forward(ctx, route.url, cluster.peerAgent, { path: ctx.path, method: 'POST', headers: passedHeaders(ctx) })
     if (route.kind !== 'here') {
       await cluster.submit({ type: 'cancel', run_id: id, tenant_id: tenant })
-      throw new GatewayError('overloaded', 'run_cancel_pending', { headers: { 'retry-after': '1' } })
+      throw refusal('run_cancel_pending', { headers: { 'retry-after': '1' } })
     }
     const record = await this.found(route.owner, id, tenant)
-    if (isTerminal(record.status)) throw new GatewayError('conflict', `run_not_in_flight:${record.status}`)
+    if (isTerminal(record.status)) throw refusal('run_not_in_flight', { value: record.status })
     await cluster.submit({ type: 'cancel', run_id: id, tenant_id: tenant })
     const ended = await this.awaitEnd(route.owner, id, tenant, CANCEL_WAIT_MS)
-    if (!isTerminal(ended.status)) throw new GatewayError('overloaded', 'run_cancel_pending', { headers: { 'retry-after': '1' } })
-    if (ended.status !== 'cancelled') throw new GatewayError('conflict', `run_not_in_flight:${ended.status}`)
+    if (!isTerminal(ended.status)) throw refusal('run_cancel_pending', { headers: { 'retry-after': '1' } })
+    if (ended.status !== 'cancelled') throw refusal('run_not_in_flight', { value: ended.status })
     return this.withEvents(ended, 200)
   }
 
@@ -141,7 +141,7 @@ export class ClusterRequests {
   /** The id of the path, when it could be a run's: anything else is unknown (404) without asking anyone. */
   private runId (ctx: RequestContext): string {
     const id = ctx.params['id']!
-    if (!isRunId(id)) throw new GatewayError('not_found', 'run_not_found')
+    if (!isRunId(id)) throw refusal('run_not_found')
     return id
   }
 
@@ -154,8 +154,8 @@ export class ClusterRequests {
   private async found (owner: PartitionOwner, id: string, tenant: string): Promise<RunRecord> {
     let record = await this.committed(id)
     if (!record && await owner.caughtUp(MISS_WAIT_MS)) record = await this.committed(id)
-    if (!record) throw new GatewayError('not_found', 'run_not_found')
-    if (record.tenant_id !== tenant) throw new GatewayError('forbidden', 'cross_tenant_replay:run')
+    if (!record) throw refusal('run_not_found')
+    if (record.tenant_id !== tenant) throw refusal('cross_tenant_replay:run')
     return record
   }
 
