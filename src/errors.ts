@@ -20,6 +20,7 @@ export const catalog = {
   not_found: { status: 404, retryable: false },
   method_not_allowed: { status: 405, retryable: false },
   upload_too_slow: { status: 408, retryable: true },
+  request_timeout: { status: 408, retryable: true },
   idempotency_in_progress: { status: 409, retryable: true },
   conflict: { status: 409, retryable: false },
   payload_too_large: { status: 413, retryable: false },

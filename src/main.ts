@@ -68,6 +68,8 @@ export async function startGateway (config: Config, log: Logger): Promise<Gatewa
     registry,
     uws,
     bodyBudget: bodyBudget(config.httpBodyBufferBytes, registry),
+    openBodyBudget: bodyBudget(config.httpOpenBodyBufferBytes, registry, true),
+    bodyMinBytesPerS: config.httpBodyMinBytesPerS,
     drainMaxBytes: config.httpDrainMaxBytes,
     drainTimeoutMs: config.httpDrainTimeoutMs
   }

@@ -33,6 +33,8 @@ export const variables = [
 
   // HTTP edge
   { name: 'HTTP_BODY_BUFFER_BYTES', type: 'integer', default: 64 * MiB, minimum: MiB, description: 'memory all JSON bodies being collected may hold together; past it, 503 `overloaded`' },
+  { name: 'HTTP_OPEN_BODY_BUFFER_BYTES', type: 'integer', default: 4 * MiB, minimum: 64 * 1024, description: 'memory all body bytes no route\'s check vouched for may hold together (logins, a first piece waiting for its token check), apart from HTTP_BODY_BUFFER_BYTES; past it, 503 `overloaded`' },
+  { name: 'HTTP_BODY_MIN_BYTES_PER_S', type: 'integer', default: 1024, minimum: 1, description: 'the slowest a request body may come, measured over 4 s (time the gateway paused the socket not counted); slower or stalled, 408 `request_timeout` and the connection closed' },
   { name: 'HTTP_DRAIN_MAX_BYTES', type: 'integer', default: 64 * MiB, minimum: 0, description: 'body bytes read and discarded after an early answer (401, a replay...) so the client receives it; past it, answer at once and close' },
   { name: 'HTTP_DRAIN_TIMEOUT_MS', type: 'integer', default: 10000, minimum: 1, description: 'longest wait for the rest of a body after an early answer; past it, answer at once and close' },
 

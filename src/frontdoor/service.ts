@@ -1,4 +1,4 @@
-import { signTenantAssertion, TENANT_ASSERTION_HEADER, type KeyStore } from '../auth/index.js'
+import { bearerToken, signTenantAssertion, TENANT_ASSERTION_HEADER, type KeyStore } from '../auth/index.js'
 import type { Config } from '../config/index.js'
 import { proxy, upstreamOf, type RequestContext, type Route, type Upstream } from '../http/index.js'
 import { refusal } from '../errors.js'
@@ -6,7 +6,15 @@ import { TENANT_HEADER } from '../harness-api/index.js'
 import { exchangeToken, remoteKeys, verifyCaller, type CallerSettings } from './caller.js'
 import { rerootLinks } from './links.js'
 import { loadOrgs, type Org } from './orgs.js'
-import { FRONTED_ROUTES, matchFronted } from './routes.js'
+import { FRONTED_ROUTES, matchFronted, type FrontedRoute } from './routes.js'
+
+/** What the headers decided: the fronted route and the headers it is forwarded with. */
+interface Pass {
+  readonly route: FrontedRoute
+  /** The harness path. */
+  readonly rest: string
+  readonly headers: Record<string, string>
+}
 
 const FORWARDED_REQUEST_HEADERS = ['content-type', 'accept', 'last-event-id']
 const PREFIX = '/api/v1/orgs/{slug}/harness'
@@ -44,20 +52,29 @@ export class FrontDoor {
       path: `${PREFIX}/*`,
       ...(method === 'POST' ? { body: 'json' as const } : {}),
       errors: 'harness' as const,
-      handler: (ctx: RequestContext) => this.forward(ctx)
+      authorize: (ctx: RequestContext) => this.admit(ctx),
+      handler: (ctx: RequestContext, pass: Pass) => this.forward(ctx, pass)
     }))
   }
 
-  private async forward (ctx: RequestContext): Promise<undefined> {
+  /**
+   * Everything decided from the headers, before a byte of the body is
+   * collected: the fronted route, the caller's token, the membership, the
+   * headers to forward. A caller refused here never holds body memory.
+   */
+  private admit (ctx: RequestContext): Pass | Promise<Pass> {
     const rest = `/${ctx.params['*']!}`
     const route = matchFronted(ctx.method, rest)
     if (route === undefined) throw refusal('route_not_found')
     if ('allowed' in route) throw refusal('method_not_allowed', { value: ctx.method, headers: { allow: route.allowed.join(', ') } })
     if (route.query && !QUERY.test(ctx.query)) throw refusal('invalid_query')
+    if (route.open) return { route, rest, headers: { 'x-request-id': ctx.requestId } }
+    // A missing or malformed Authorization header is refused now, synchronously, before uWS hands over any of the body.
+    bearerToken(ctx.headers['authorization'])
+    return this.vouch(ctx, route, rest)
+  }
 
-    const query = route.query && ctx.query !== '' ? `?${ctx.query}` : ''
-    if (route.open) return proxy(ctx, this.upstream, { path: rest, headers: { 'x-request-id': ctx.requestId }, body: undefined })
-
+  private async vouch (ctx: RequestContext, route: FrontedRoute, rest: string): Promise<Pass> {
     const caller = await verifyCaller(ctx.headers['authorization'], this.caller)
     const org = this.orgs.get(ctx.params['slug']!)
     const member = (id: unknown): boolean => typeof id === 'string' && org!.members.has(id)
@@ -74,6 +91,13 @@ export class FrontDoor {
       const v = ctx.headers[name]
       if (v !== undefined) headers[name] = v
     }
+    return { route, rest, headers }
+  }
+
+  private async forward (ctx: RequestContext, pass: Pass): Promise<undefined> {
+    const { route, rest, headers } = pass
+    if (route.open) return proxy(ctx, this.upstream, { path: rest, headers, body: undefined })
+    const query = route.query && ctx.query !== '' ? `?${ctx.query}` : ''
     const prefix = ctx.path.slice(0, ctx.path.length - rest.length)
     return proxy(ctx, this.upstream, {
       path: `${rest}${query}`,

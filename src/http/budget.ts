@@ -35,10 +35,17 @@ export class BodyBudget {
   }
 }
 
-/** A budget with its gauges registered: create one per process and hand it to every HttpServer. */
-export function bodyBudget (limit: number, registry: Registry): BodyBudget {
+/**
+ * A budget with its gauges registered: create one per process and hand it to
+ * every HttpServer. `open`: the budget of bytes no route's check vouched for
+ * (HTTP_OPEN_BODY_BUFFER_BYTES), gauged apart.
+ */
+export function bodyBudget (limit: number, registry: Registry, open = false): BodyBudget {
   const budget = new BodyBudget(limit)
-  new Gauge({ name: 'gateway_http_body_buffer_bytes', help: 'Memory held by JSON request bodies being collected (HTTP_BODY_BUFFER_BYTES is the most)', registers: [registry], collect () { this.set(budget.inUse) } })
-  new Gauge({ name: 'gateway_http_body_buffer_peak_bytes', help: 'The most memory JSON request bodies held at once since start', registers: [registry], collect () { this.set(budget.peak) } })
+  const [prefix, setting, what] = open
+    ? ['gateway_http_open_body_buffer', 'HTTP_OPEN_BODY_BUFFER_BYTES', 'request body bytes no route\'s check vouched for (logins, bodies waiting for their token check)']
+    : ['gateway_http_body_buffer', 'HTTP_BODY_BUFFER_BYTES', 'JSON request bodies being collected']
+  new Gauge({ name: `${prefix}_bytes`, help: `Memory held by ${what} (${setting} is the most)`, registers: [registry], collect () { this.set(budget.inUse) } })
+  new Gauge({ name: `${prefix}_peak_bytes`, help: `The most memory ${what} held at once since start`, registers: [registry], collect () { this.set(budget.peak) } })
   return budget
 }

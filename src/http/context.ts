@@ -182,6 +182,10 @@ export class RequestContext implements Exchange {
     this.abortHandlers.push(handler)
   }
 
+  get readingPaused (): boolean {
+    return this.paused
+  }
+
   /** Stops reading the socket (a no-op once the response is over). */
   pause (): void {
     if (this.paused || !this.live) return

@@ -12,6 +12,7 @@ const oauthError: Partial<Record<GatewayError['code'], string>> = {
   malformed_request: 'invalid_request',
   header_fields_too_large: 'invalid_request',
   payload_too_large: 'invalid_request',
+  request_timeout: 'invalid_request',
   unsupported_media_type: 'invalid_request',
   invalid_client: 'access_denied',
   audience_forbidden: 'access_denied',

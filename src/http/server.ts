@@ -47,6 +47,10 @@ export interface HttpServerOptions {
   errors?: ErrorDialect
   /** Memory for JSON bodies, shared by the process's servers (HTTP_BODY_BUFFER_BYTES). */
   bodyBudget?: BodyBudget
+  /** Memory for body bytes no route's check vouched for, shared likewise (HTTP_OPEN_BODY_BUFFER_BYTES). */
+  openBodyBudget?: BodyBudget
+  /** The slowest a body may come (HTTP_BODY_MIN_BYTES_PER_S). */
+  bodyMinBytesPerS?: number
   /** Bounds on reading the rest of a body after an early answer (HTTP_DRAIN_MAX_BYTES, HTTP_DRAIN_TIMEOUT_MS). */
   drainMaxBytes?: number
   drainTimeoutMs?: number
@@ -78,6 +82,8 @@ function emptyBody (): BodyReader {
  */
 export class HttpServer implements IntakeHost<Entry> {
   readonly budget: BodyBudget
+  readonly openBudget: BodyBudget
+  readonly minBytesPerS: number
   readonly drainMaxBytes: number
   readonly drainTimeoutMs: number
   private readonly app: UWS.TemplatedApp
@@ -92,6 +98,9 @@ export class HttpServer implements IntakeHost<Entry> {
     else this.reply(ctx, reply)
     this.handlerDone()
   }
+  /** Bodies being read, measured once a second against the minimum rate. */
+  private readonly reading = new Set<Intake<Entry>>()
+  private clock: NodeJS.Timeout | undefined
   private listenSocket: UWS.us_listen_socket | undefined
   private draining: Promise<void> | undefined
   private allDone: (() => void) | undefined
@@ -109,6 +118,8 @@ export class HttpServer implements IntakeHost<Entry> {
     this.access = accessLog(this.log)
     this.dialect = options.errors ?? 'plain'
     this.budget = options.bodyBudget ?? new BodyBudget(64 * MiB)
+    this.openBudget = options.openBodyBudget ?? new BodyBudget(4 * MiB)
+    this.minBytesPerS = options.bodyMinBytesPerS ?? 1024
     this.drainMaxBytes = options.drainMaxBytes ?? 64 * MiB
     this.drainTimeoutMs = options.drainTimeoutMs ?? 10_000
     this.app = options.uws.App()
@@ -205,6 +216,7 @@ export class HttpServer implements IntakeHost<Entry> {
       intake = new Intake(ctx, entry, ctx.declaredLength, this)
       ctx.intake = intake as Intake<unknown>
       res.onData(intake.onData)
+      this.measure(intake)
     }
     if (this.draining) return this.respond(ctx, 503, errorBody(ctx.dialect, new GatewayError('shutting_down', 'server is shutting down')), undefined, true)
     if (issue !== undefined) return this.fail(ctx, issue.error)
@@ -249,7 +261,7 @@ export class HttpServer implements IntakeHost<Entry> {
       return this.run(ctx, entry, auth)
     }
     intake.auth = auth
-    if (intake.overloaded || !intake.admit()) return this.refused(intake, bodiesOverloaded())
+    if (intake.overloaded || !intake.admit(entry.route.authorize === undefined ? this.openBudget : this.budget)) return this.refused(intake, bodiesOverloaded())
     if (intake.complete) this.collected(intake)
     else ctx.resume()
   }
@@ -306,8 +318,24 @@ export class HttpServer implements IntakeHost<Entry> {
     ctx.send(err.status, errorBody(ctx.dialect, err), undefined, true)
   }
 
+  private measure (intake: Intake<Entry>): void {
+    this.reading.add(intake)
+    this.clock ??= setInterval(this.tick, 1000).unref()
+  }
+
+  private readonly tick = (): void => {
+    for (const intake of this.reading) if (!intake.tick()) this.reading.delete(intake)
+    if (this.reading.size === 0) {
+      clearInterval(this.clock)
+      this.clock = undefined
+    }
+  }
+
   private finish (ctx: RequestContext, status: number): void {
-    ctx.intake?.close()
+    if (ctx.intake !== undefined) {
+      ctx.intake.close()
+      this.reading.delete(ctx.intake as Intake<Entry>)
+    }
     const seconds = (performance.now() - ctx.startedAt) / 1000
     this.metrics.request(ctx.method, ctx.route, status, seconds)
     this.access(ctx.requestId, ctx.method, ctx.route, status, Math.round(seconds * 1e5) / 100, ctx.quiet)

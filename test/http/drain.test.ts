@@ -113,8 +113,9 @@ t.test('authorize runs on the headers: a refused caller\'s JSON body is never bu
   t.equal(budget.peak, 0, 'not a byte of the body was held')
 })
 
-t.test('an asynchronous authorize holds at most what came with the headers, and hands its result to the handler', async t => {
+t.test('an asynchronous authorize holds at most what came with the headers, from the open budget, and hands its result to the handler', async t => {
   const budget = new BodyBudget(8 * MiB)
+  const open = new BodyBudget(MiB)
   let release: (claims: { client_id: string }) => void = () => {}
   const { port } = await serve(t, [{
     method: 'POST',
@@ -123,20 +124,35 @@ t.test('an asynchronous authorize holds at most what came with the headers, and 
     bodyLimit: 4 * MiB,
     authorize: () => new Promise<{ client_id: string }>(resolve => { release = resolve }),
     handler: (ctx: RequestContext, claims: { client_id: string }) => ({ status: 200, body: { who: claims.client_id, size: (ctx.json() as { a: string }).a.length } })
-  }], { bodyBudget: budget })
+  }], { bodyBudget: budget, openBodyBudget: open })
   const body = JSON.stringify({ a: 'x'.repeat(3 * MiB) })
   const socket = await rawConnect(port)
   const reading = readResponse(socket)
   socket.write(`POST /track HTTP/1.1\r\nHost: x\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n`)
   const writing = (async () => { socket.write(body) })()
-  await until(() => budget.inUse > 0)
-  const held = budget.inUse
+  await until(() => open.inUse > 0)
+  const held = open.inUse
   t.ok(held < body.length, `before the check passes, only what already arrived is held (${held} bytes)`)
+  t.equal(budget.inUse, 0, 'and not from the budget of vouched-for bodies')
   release({ client_id: 'cA' })
   await writing
   t.match(await reading, /^HTTP\/1\.1 200 [^]*\{"who":"cA","size":3145728\}/)
   t.equal(budget.peak, body.length, 'then the whole declared body is reserved at once')
-  await until(() => budget.inUse === 0)
+  await until(() => budget.inUse === 0 && open.inUse === 0)
+})
+
+t.test('a route without a check takes its body from the open budget, byte by byte as it comes, never the whole declared length', async t => {
+  const budget = new BodyBudget(8 * MiB)
+  const open = new BodyBudget(64 * 1024)
+  const { port, url } = await serve(t, [{ method: 'POST', path: '/login', body: 'json', bodyLimit: 16 * 1024, errors: 'oauth', handler: ctx => ({ status: 200, body: { size: ctx.rawBody!.length } }) }], { bodyBudget: budget, openBodyBudget: open })
+  const sockets = await Promise.all(Array.from({ length: 8 }, () => rawConnect(port)))
+  t.teardown(() => { for (const s of sockets) s.destroy() })
+  for (const s of sockets) s.write('POST /login HTTP/1.1\r\nHost: x\r\nContent-Length: 16000\r\n\r\n{')
+  await until(() => open.inUse === 8)
+  t.equal(open.inUse, 8, 'eight trickling bodies declared 128 kB and hold the 8 bytes they sent')
+  const res = await fetch(`${url}/login`, { method: 'POST', body: JSON.stringify({ a: 'x'.repeat(15000) }) })
+  t.equal(res.status, 200, 'an honest body still fits')
+  t.equal(budget.peak, 0, 'nothing unvouched ever touched the budget of the token-checked routes')
 })
 
 t.test('JSON bodies together never hold more than the budget: past it, 503 overloaded with Retry-After', async t => {
@@ -150,6 +166,7 @@ t.test('JSON bodies together never hold more than the budget: past it, 503 overl
     body: 'json',
     bodyLimit: MiB,
     errors: 'telemetry',
+    authorize: () => ({}),
     handler: async () => { entered++; await gate; return { status: 200 } }
   }], { bodyBudget: budget })
   const body = JSON.stringify({ a: 'x'.repeat(900 * 1024) })
@@ -171,4 +188,39 @@ t.test('a refusal decided by the handler after the body was collected is sent at
   const { url } = await serve(t, [{ method: 'POST', path: '/j', body: 'json', handler: () => { throw new GatewayError('validation_error', 'no') } }])
   const res = await fetch(`${url}/j`, { method: 'POST', body: '{}' })
   t.equal(res.status, 400)
+})
+
+t.test('a body that stalls after an early answer gets that answer, then the close, before uWS\'s idle timeout could close it silently', async t => {
+  const { port, registry } = await serve(t, [refuseAtOnce], { drainTimeoutMs: 120_000 })
+  const socket = await rawConnect(port)
+  t.teardown(() => socket.destroy())
+  socket.write('POST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n{')
+  const text = await readResponse(socket, /\}$/)
+  t.match(text, /^HTTP\/1\.1 401 [^]*connection: close[^]*"code":"unauthorized"/i, 'the 401 arrives, saying the connection closes')
+  t.equal(await metric(registry, 'gateway_http_drains_cut_short_total', { server: 'test', reason: 'slow' }), 1)
+})
+
+t.test('a body that trickles below the minimum rate is refused 408 with a close; the time the gateway paused it does not count', async t => {
+  let release: () => void = () => {}
+  const { port } = await serve(t, [
+    { method: 'POST', path: '/j', body: 'json', bodyLimit: 4096, errors: 'telemetry', authorize: () => ({}), handler: () => ({ status: 200 }) },
+    { method: 'POST', path: '/late', body: 'json', bodyLimit: 4096, errors: 'telemetry', authorize: () => new Promise<object>(resolve => { release = () => resolve({}) }), handler: ctx => ({ status: 200, body: { size: ctx.rawBody!.length } }) }
+  ], { bodyMinBytesPerS: 100 })
+  const slow = await rawConnect(port)
+  t.teardown(() => slow.destroy())
+  slow.write('POST /j HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n')
+  const trickle = setInterval(() => { if (!slow.destroyed) slow.write('a') }, 300)
+  t.teardown(() => clearInterval(trickle))
+  const text = await readResponse(slow, /\}$/)
+  t.match(text, /^HTTP\/1\.1 408 [^]*connection: close/i)
+  t.match(text, /"detail":"request_timeout"|"message":"the request body came slower than 100 bytes a second/)
+
+  const paused = await rawConnect(port)
+  t.teardown(() => paused.destroy())
+  const reading = readResponse(paused, /\}$/)
+  paused.write(`POST /late HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n${'a'.repeat(10)}`)
+  await new Promise(resolve => setTimeout(resolve, 6000))
+  release()
+  paused.write('a'.repeat(990))
+  t.match(await reading, /^HTTP\/1\.1 200 [^]*\{"size":1000\}/, 'a body held paused for its token check longer than the window is served')
 })
