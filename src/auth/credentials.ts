@@ -1,7 +1,7 @@
 import { createHmac, randomBytes } from 'node:crypto'
 import type { Logger } from 'pino'
 import type { Client, ClientRegistry } from './clients.js'
-import { ScryptPool } from './scrypt-pool.js'
+import { CLEAN, ScryptPool, type Lane } from './scrypt-pool.js'
 
 /** What Credentials needs of ScryptPool. */
 export type SecretHasher = Pick<ScryptPool, 'hash' | 'verify' | 'close'>
@@ -57,14 +57,14 @@ export class Credentials {
     await this.pool.close()
   }
 
-  /** The client when the secret matches, else undefined; throws 503 `overloaded` when hashing is saturated. */
-  async authenticate (clientId: string, secret: string): Promise<Client | undefined> {
+  /** The client when the secret matches, else undefined; throws 503 `overloaded` when hashing is saturated for `lane`. */
+  async authenticate (clientId: string, secret: string, lane: Lane = CLEAN): Promise<Client | undefined> {
     const client = await this.clients.get(clientId)
-    const ok = await this.check(client?.client_secret_hash ?? this.decoy, secret)
+    const ok = await this.check(client?.client_secret_hash ?? this.decoy, secret, lane)
     return ok && client ? client : undefined
   }
 
-  private async check (stored: string, secret: string): Promise<boolean> {
+  private async check (stored: string, secret: string, lane: Lane): Promise<boolean> {
     const key = `${stored}\u0000${createHmac('sha256', this.hmacKey).update(secret).digest('base64url')}`
     const until = this.verified.get(key)
     if (until !== undefined) {
@@ -73,7 +73,7 @@ export class Credentials {
     }
     let run = this.running.get(key)
     if (run === undefined) {
-      run = this.pool.verify(stored, secret).finally(() => this.running.delete(key))
+      run = this.pool.verify(stored, secret, lane).finally(() => this.running.delete(key))
       this.running.set(key, run)
     }
     const ok = await run

@@ -1,3 +1,6 @@
+import { isIPv4, isIPv6 } from 'node:net'
+import { CLEAN, KNOWN, SUSPECT, type Lane } from './scrypt-pool.js'
+
 interface Window { count: number, resetAt: number }
 
 /**
@@ -15,6 +18,12 @@ export class FailureLimiter {
     // A window is a duration: on the wall clock, a step back would stretch a lockout by the step.
     private readonly now: () => number = () => performance.now()
   ) {}
+
+  /** Failures of `key` in its current window. */
+  count (key: string): number {
+    const w = this.windows.get(key)
+    return w === undefined || w.resetAt <= this.now() ? 0 : w.count
+  }
 
   /** Seconds until `key` may try again, or 0 when it may now. */
   retryAfter (key: string): number {
@@ -54,41 +63,99 @@ export interface LoginThrottleOptions {
   perClient: number
   /** Failures from one address, whatever the client_id (AUTH_ADDRESS_MAX_FAILURES). */
   perAddress: number
+  /** Failures from one network (IPv4 /24, IPv6 /64), whatever the address (AUTH_PREFIX_MAX_FAILURES). */
+  perPrefix: number
   windowMs: number
+  /** How long a success makes its (client_id, network) known: its logins go first. */
+  knownMs?: number
   now?: () => number
 }
 
+const DAY_MS = 24 * 3600 * 1000
+const KNOWN_MAX = 100_000
+
 /**
- * Failed logins, counted twice: per (client_id, address), so a device with a
- * wrong secret locks only itself and an outsider elsewhere cannot lock a
- * client out; and per address, with a higher threshold, so one address
- * cannot spray guesses over many client_ids. A success clears only its own
- * (client_id, address) count: the address count would otherwise be reset by
- * an attacker's own valid login between guesses.
+ * Failed logins, counted three times: per (client_id, address), so a device
+ * with a wrong secret locks only itself and an outsider elsewhere cannot
+ * lock a client out; per address, with a higher threshold, so one address
+ * cannot spray guesses over many client_ids; and per network (IPv4 /24,
+ * IPv6 /64), higher still, since one host holds a whole /64 and rotating
+ * addresses inside it costs nothing. A success clears only its own
+ * (client_id, address) count: the others would otherwise be reset by an
+ * attacker's own valid login between guesses.
+ *
+ * It also says which lane a login's hash waits in (ScryptPool): a client
+ * that logged in from this network within `knownMs` first; then a network
+ * without a failure in the window; then the rest. Failing guesses, from
+ * however many addresses, thus queue behind every login that has not failed.
  */
 export class LoginThrottle {
   private readonly pairs: FailureLimiter
   private readonly addresses: FailureLimiter
+  private readonly prefixes: FailureLimiter
+  /** (client_id, network) → until when it is known; oldest first. */
+  private readonly known = new Map<string, number>()
+  private readonly knownMs: number
+  private readonly now: () => number
 
   constructor (options: LoginThrottleOptions) {
     this.pairs = new FailureLimiter(options.perClient, options.windowMs, undefined, options.now)
     this.addresses = new FailureLimiter(options.perAddress, options.windowMs, undefined, options.now)
+    this.prefixes = new FailureLimiter(options.perPrefix, options.windowMs, undefined, options.now)
+    this.knownMs = options.knownMs ?? DAY_MS
+    this.now = options.now ?? (() => performance.now())
   }
 
   /** Seconds until this client may try again from this address, or 0. `clientId` undefined: no valid client_id was given. */
   retryAfter (clientId: string | undefined, address: string): number {
     const pair = clientId === undefined ? 0 : this.pairs.retryAfter(pairKey(clientId, address))
-    return Math.max(pair, this.addresses.retryAfter(address))
+    return Math.max(pair, this.addresses.retryAfter(address), this.prefixes.retryAfter(networkPrefix(address)))
+  }
+
+  /** The lane this login's hash waits in. */
+  lane (clientId: string, address: string): Lane {
+    const prefix = networkPrefix(address)
+    const key = pairKey(clientId, prefix)
+    const until = this.known.get(key)
+    if (until !== undefined) {
+      if (until > this.now()) return KNOWN
+      this.known.delete(key)
+    }
+    return this.addresses.count(address) > 0 || this.prefixes.count(prefix) > 0 ? SUSPECT : CLEAN
   }
 
   failed (clientId: string | undefined, address: string): void {
     if (clientId !== undefined) this.pairs.fail(pairKey(clientId, address))
     this.addresses.fail(address)
+    this.prefixes.fail(networkPrefix(address))
   }
 
   succeeded (clientId: string, address: string): void {
     this.pairs.reset(pairKey(clientId, address))
+    const key = pairKey(clientId, networkPrefix(address))
+    this.known.delete(key)
+    if (this.known.size >= KNOWN_MAX) this.known.delete(this.known.keys().next().value!)
+    this.known.set(key, this.now() + this.knownMs)
   }
+}
+
+/**
+ * The network an address belongs to, as one key: an IPv4 /24 (an IPv4-mapped
+ * IPv6 address counts as its IPv4 address), an IPv6 /64. Anything else (a
+ * header value that is no address) is its own network.
+ */
+export function networkPrefix (address: string): string {
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address)
+  const v4 = mapped?.[1] ?? address
+  if (isIPv4(v4)) return `${v4.slice(0, v4.lastIndexOf('.'))}.0/24`
+  const bare = address.replace(/%.*$/, '')
+  if (!isIPv6(bare)) return address
+  const [head, tail] = bare.includes('::') ? bare.split('::') as [string, string] : [bare, undefined]
+  const left = head === '' ? [] : head.split(':')
+  const right = tail === undefined || tail === '' ? [] : tail.split(':')
+  // An embedded IPv4 tail takes two groups; it is past the first four either way.
+  const groups = tail === undefined ? left : [...left, ...Array<string>(Math.max(0, 8 - left.length - right.length)).fill('0'), ...right]
+  return `${groups.slice(0, 4).map(g => parseInt(g, 16).toString(16)).join(':')}::/64`
 }
 
 const pairKey = (clientId: string, address: string): string => `${address}\u0000${clientId}`

@@ -4,9 +4,21 @@ import { hashSecret, verifySecret } from './secrets.js'
 export interface ScryptPoolOptions {
   /** scrypt calls that may run at once, each on a thread of libuv's pool. */
   threads: number
-  /** Checks that may wait for a thread; one more is answered 503 `overloaded`. */
+  /** Checks that may wait for a thread, in each lane; one more than all lanes it may use hold is answered 503 `overloaded`. */
   queue: number
 }
+
+/**
+ * Who waits for a hash, first served first: `KNOWN`, a client that logged in
+ * from this network lately; `CLEAN`, a login from a network with no recent
+ * failure; `SUSPECT`, the rest. A check waits in its own lane, or a later
+ * one when its own is full, so failures (which land in `SUSPECT` once their
+ * network has failed once) can never hold the places of the other two.
+ */
+export const KNOWN = 0
+export const CLEAN = 1
+export const SUSPECT = 2
+export type Lane = typeof KNOWN | typeof CLEAN | typeof SUSPECT
 
 /**
  * scrypt on at most `threads` of libuv's thread pool at a time. That pool
@@ -24,33 +36,42 @@ export interface ScryptPoolOptions {
  */
 export class ScryptPool {
   private running = 0
-  private readonly waiting: Array<() => void> = []
+  private readonly lanes: Array<Array<() => void>> = [[], [], []]
 
   constructor (private readonly options: ScryptPoolOptions) {}
 
   /** A new hash (start-up only: not bounded by `queue`). */
   async hash (secret: string): Promise<string> {
-    return this.slot(() => hashSecret(secret))
+    return this.slot(this.lanes[KNOWN]!, () => hashSecret(secret))
   }
 
-  /** Checks `secret` against a stored hash, or throws 503 `overloaded` when too many wait. */
-  async verify (stored: string, secret: string): Promise<boolean> {
-    if (this.running >= this.options.threads && this.waiting.length >= this.options.queue) {
-      throw new GatewayError('overloaded', 'too many logins in progress; retry shortly', { headers: { 'retry-after': '1' } })
+  /** Checks `secret` against a stored hash, or throws 503 `overloaded` when its lane and those after it are full. */
+  async verify (stored: string, secret: string, lane: Lane = CLEAN): Promise<boolean> {
+    let queue = this.lanes[lane]!
+    if (this.running >= this.options.threads) {
+      let l = lane
+      while (l < this.lanes.length && this.lanes[l]!.length >= this.options.queue) l++
+      if (l === this.lanes.length) throw new GatewayError('overloaded', 'too many logins in progress; retry shortly', { headers: { 'retry-after': '1' } })
+      queue = this.lanes[l]!
     }
-    return this.slot(() => verifySecret(stored, secret))
+    return this.slot(queue, () => verifySecret(stored, secret))
+  }
+
+  /** Checks waiting, by lane. */
+  get waiting (): number[] {
+    return this.lanes.map(l => l.length)
   }
 
   /** Nothing to release: a check in progress finishes on libuv's thread. */
   async close (): Promise<void> {}
 
-  private async slot<T> (work: () => Promise<T>): Promise<T> {
-    if (this.running >= this.options.threads) await new Promise<void>(resolve => this.waiting.push(resolve))
+  private async slot<T> (queue: Array<() => void>, work: () => Promise<T>): Promise<T> {
+    if (this.running >= this.options.threads) await new Promise<void>(resolve => queue.push(resolve))
     else this.running++
     try {
       return await work()
     } finally {
-      const next = this.waiting.shift()
+      const next = this.lanes.find(l => l.length > 0)?.shift()
       if (next) next()
       else this.running--
     }

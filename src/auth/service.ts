@@ -5,12 +5,13 @@ import { type Route, type RequestContext, type Reply } from '../http/index.js'
 import { GatewayError } from '../errors.js'
 import { isStorageId } from '../validation/index.js'
 import type { ClientStore } from './client-store.js'
-import { ClientRegistry } from './clients.js'
+import { ClientRegistry, type Client } from './clients.js'
 import { Credentials } from './credentials.js'
 import type { KeyVault } from './key-vault.js'
 import { KeyStore } from './keys.js'
 import { loginBody, parseLoginRequest } from './login-request.js'
-import { clientAddress, LoginThrottle } from './rate-limit.js'
+import { clientAddress, LoginThrottle, networkPrefix } from './rate-limit.js'
+import { CLEAN, SUSPECT } from './scrypt-pool.js'
 import { issueToken, TokenVerifier } from './tokens.js'
 
 /**
@@ -33,6 +34,8 @@ export class AuthService {
   private readonly credentials: Credentials
   private readonly throttle: LoginThrottle
   private readonly addressHeader: string | undefined
+  /** Networks with a check in the clean lane now. */
+  private readonly cleanChecks = new Set<string>()
   private rotationTimer: NodeJS.Timeout | undefined
   private refreshFailing = false
 
@@ -44,7 +47,7 @@ export class AuthService {
     this.clients = new ClientRegistry(stores.clients)
     this.credentials = new Credentials(this.clients, { threads: config.authHashThreads, queue: config.authHashQueue, cacheTtlMs: config.authSecretCacheS * 1000 })
     this.keys = new KeyStore(stores.keys, { tokenTtlS: config.authTokenTtlS, rotationS: config.authKeyRotationS, publishLeadS: config.authKeyPublishLeadS, signingKeyFile: config.authSigningKeyFile })
-    this.throttle = new LoginThrottle({ perClient: config.authMaxFailures, perAddress: config.authAddressMaxFailures, windowMs: config.authFailureWindowS * 1000 })
+    this.throttle = new LoginThrottle({ perClient: config.authMaxFailures, perAddress: config.authAddressMaxFailures, perPrefix: config.authPrefixMaxFailures, windowMs: config.authFailureWindowS * 1000 })
     this.addressHeader = config.authClientAddressHeader?.toLowerCase()
     const external = config.idpIssuer && config.idpJwksUrl ? { issuer: config.idpIssuer, jwksUrl: config.idpJwksUrl } : undefined
     this.verifier = new TokenVerifier(this.keys, { issuer: config.authIssuer, audiences: config.authAudience, external })
@@ -96,7 +99,7 @@ export class AuthService {
     if (wait > 0) {
       throw new GatewayError('rate_limited', 'too many failed logins; retry later', { headers: { 'retry-after': String(wait) } })
     }
-    const client = clientId === undefined ? undefined : await this.credentials.authenticate(clientId, request.client_secret)
+    const client = clientId === undefined ? undefined : await this.authenticate(clientId, request.client_secret, address)
     if (!client) {
       this.throttle.failed(clientId, address)
       throw new GatewayError('invalid_client', 'unauthorized client credentials')
@@ -107,6 +110,25 @@ export class AuthService {
     }
     const token = await issueToken(this.keys, client, request.audience, this.config.authIssuer, this.config.authTokenTtlS)
     return { status: 200, body: token, headers: { 'cache-control': 'no-store', pragma: 'no-cache' } }
+  }
+
+  /**
+   * The secret checked in its lane (LoginThrottle.lane). A network gets one
+   * check at a time in the clean lane: a burst from a network nobody has
+   * seen fail yet, sent before its first failure is counted, waits with the
+   * suspects instead of taking the clean lane's places.
+   */
+  private async authenticate (clientId: string, secret: string, address: string): Promise<Client | undefined> {
+    let lane = this.throttle.lane(clientId, address)
+    const prefix = networkPrefix(address)
+    if (lane === CLEAN && this.cleanChecks.has(prefix)) lane = SUSPECT
+    if (lane !== CLEAN) return this.credentials.authenticate(clientId, secret, lane)
+    this.cleanChecks.add(prefix)
+    try {
+      return await this.credentials.authenticate(clientId, secret, lane)
+    } finally {
+      this.cleanChecks.delete(prefix)
+    }
   }
 
   private jwks (): Reply {

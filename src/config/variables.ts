@@ -48,10 +48,11 @@ export const variables = [
   { name: 'AUTH_KEY_PUBLISH_LEAD_S', type: 'integer', default: 900, minimum: 0, description: 'how long a new signing key is in the JWKS before it signs: longer than any verifier caches the set (jose\'s remote set, as the harness gate uses: 10 minutes); below AUTH_KEY_ROTATION_S' },
   { name: 'AUTH_MAX_FAILURES', type: 'integer', default: 10, minimum: 1, description: 'failed logins of one client_id from one address before 429' },
   { name: 'AUTH_ADDRESS_MAX_FAILURES', type: 'integer', default: 100, minimum: 1, description: 'failed logins from one address, any client_id, before 429' },
+  { name: 'AUTH_PREFIX_MAX_FAILURES', type: 'integer', default: 300, minimum: 1, description: 'failed logins from one network (IPv4 /24, IPv6 /64), any address, before 429' },
   { name: 'AUTH_FAILURE_WINDOW_S', type: 'integer', default: 300, minimum: 1, description: 'window of the failed-login counts' },
   { name: 'AUTH_CLIENT_ADDRESS_HEADER', type: 'string', description: 'header a trusted proxy sets to the client address (last entry used), for the failed-login counts; only when nothing else can reach the gateway' },
   { name: 'AUTH_HASH_THREADS', type: 'integer', default: 1, minimum: 1, maximum: 1023, description: 'threads of libuv\'s pool that may check client secrets (scrypt) at once; below UV_THREADPOOL_SIZE (4)' },
-  { name: 'AUTH_HASH_QUEUE', type: 'integer', default: 64, minimum: 0, description: 'logins that may wait for a hash thread; more get 503 with Retry-After' },
+  { name: 'AUTH_HASH_QUEUE', type: 'integer', default: 64, minimum: 0, description: 'logins that may wait for a hash thread, in each of three lanes (clients known from their network first, then networks without a recent failure, then the rest); past the lanes a login may use, 503 with Retry-After' },
   { name: 'AUTH_SECRET_CACHE_S', type: 'integer', default: 300, minimum: 0, description: 'how long a verified client secret is trusted without hashing again (0: never)' },
 
   // Bus

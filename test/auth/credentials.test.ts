@@ -2,7 +2,7 @@ import t, { type Test } from 'tap'
 import pino from 'pino'
 import { promises as fs } from 'node:fs'
 import { fileURLToPath } from 'node:url'
-import { ClientRegistry, Credentials, LmdbClientStore, ScryptPool, hashSecret, verifySecret } from '../../src/auth/index.js'
+import { CLEAN, ClientRegistry, Credentials, KNOWN, LmdbClientStore, ScryptPool, SUSPECT, hashSecret, verifySecret, type Lane } from '../../src/auth/index.js'
 import { openState } from '../../src/state/index.js'
 
 /** A hasher that does real scrypt (libuv is fine in a unit test) and counts the checks. */
@@ -78,14 +78,32 @@ t.test('TTL 0 turns the cache off', async t => {
   t.equal(hasher.calls.length, 2)
 })
 
-t.test('the pool answers 503 overloaded with Retry-After once threads and queue are taken', async t => {
+t.test('the pool answers 503 overloaded with Retry-After once threads and the lanes a check may use are taken', async t => {
   const pool = new ScryptPool({ threads: 1, queue: 1 })
   t.teardown(() => pool.close())
   const stored = await pool.hash('s')
-  const running = [pool.verify(stored, 's'), pool.verify(stored, 'x')]
-  await t.rejects(pool.verify(stored, 's'), { code: 'overloaded', status: 503, headers: { 'retry-after': '1' } })
-  t.same(await Promise.all(running), [true, false], 'the admitted checks complete')
+  const running = [pool.verify(stored, 's', SUSPECT), pool.verify(stored, 'x', SUSPECT)]
+  await t.rejects(pool.verify(stored, 's', SUSPECT), { code: 'overloaded', status: 503, headers: { 'retry-after': '1' } })
+  t.same(pool.waiting, [0, 0, 1])
+  const clean = [pool.verify(stored, 's', CLEAN)]
+  await t.rejects(pool.verify(stored, 's', CLEAN), { code: 'overloaded' }, 'a clean check spills only into the later lanes, and the suspect one is full')
+  t.same(pool.waiting, [0, 1, 1])
+  t.same(await Promise.all([...running, ...clean]), [true, false, true], 'the admitted checks complete')
   t.equal(await pool.verify(stored, 's'), true, 'and there is room again')
+})
+
+t.test('a free thread serves the known lane first, then the clean one, the suspect one last; a full lane spills into the later ones', async t => {
+  const pool = new ScryptPool({ threads: 1, queue: 2 })
+  t.teardown(() => pool.close())
+  const stored = await pool.hash('s')
+  const order: string[] = []
+  const check = (name: string, lane: Lane): Promise<void> => pool.verify(stored, 's', lane).then(() => { order.push(name) })
+  const first = check('first', SUSPECT)
+  const rest = [check('suspect 1', SUSPECT), check('clean 1', CLEAN), check('clean 2', CLEAN), check('clean 3', CLEAN), check('known 1', KNOWN)]
+  t.same(pool.waiting, [1, 2, 2], 'clean 3 spilled into the suspect lane')
+  await t.rejects(pool.verify(stored, 's', SUSPECT), { code: 'overloaded' })
+  await Promise.all([first, ...rest])
+  t.same(order, ['first', 'known 1', 'clean 1', 'clean 2', 'suspect 1', 'clean 3'])
 })
 
 t.test('checks hold at most `threads` of libuv\'s pool: other work on it is not queued behind a burst of logins', async t => {
