@@ -3,6 +3,24 @@ import type { Logger } from 'pino'
 import type { Client, ClientRegistry } from './clients.js'
 import { CLEAN, ScryptPool, type Lane } from './scrypt-pool.js'
 
+/** One hash that concurrent checks of the same pair share; abandoned when every one of them left. */
+interface Shared { readonly result: Promise<boolean>, waiting: number, readonly left: AbortController }
+
+async function waitFor (run: Shared, signal: AbortSignal | undefined): Promise<boolean> {
+  run.waiting++
+  const leave = (): void => { if (--run.waiting === 0) run.left.abort() }
+  if (signal?.aborted === true) leave()
+  else signal?.addEventListener('abort', leave, { once: true })
+  try {
+    return await run.result
+  } finally {
+    if (signal?.aborted !== true) {
+      signal?.removeEventListener('abort', leave)
+      run.waiting--
+    }
+  }
+}
+
 /** What Credentials needs of ScryptPool. */
 export type SecretHasher = Pick<ScryptPool, 'hash' | 'verify' | 'close'>
 
@@ -31,7 +49,7 @@ export class Credentials {
   private readonly pool: SecretHasher
   private readonly hmacKey = randomBytes(32)
   private readonly verified = new Map<string, number>()
-  private readonly running = new Map<string, Promise<boolean>>()
+  private readonly running = new Map<string, Shared>()
   private readonly cacheSize: number
   private readonly now: () => number
   /**
@@ -57,14 +75,18 @@ export class Credentials {
     await this.pool.close()
   }
 
-  /** The client when the secret matches, else undefined; throws 503 `overloaded` when hashing is saturated for `lane`. */
-  async authenticate (clientId: string, secret: string, lane: Lane = CLEAN): Promise<Client | undefined> {
+  /**
+   * The client when the secret matches, else undefined; throws 503
+   * `overloaded` when hashing is saturated for `lane`. `signal`: the client
+   * left; a check still waiting for a thread is then never hashed.
+   */
+  async authenticate (clientId: string, secret: string, lane: Lane = CLEAN, signal?: AbortSignal): Promise<Client | undefined> {
     const client = await this.clients.get(clientId)
-    const ok = await this.check(client?.client_secret_hash ?? this.decoy, secret, lane)
+    const ok = await this.check(client?.client_secret_hash ?? this.decoy, secret, lane, signal)
     return ok && client ? client : undefined
   }
 
-  private async check (stored: string, secret: string, lane: Lane): Promise<boolean> {
+  private async check (stored: string, secret: string, lane: Lane, signal: AbortSignal | undefined): Promise<boolean> {
     const key = `${stored}\u0000${createHmac('sha256', this.hmacKey).update(secret).digest('base64url')}`
     const until = this.verified.get(key)
     if (until !== undefined) {
@@ -73,10 +95,12 @@ export class Credentials {
     }
     let run = this.running.get(key)
     if (run === undefined) {
-      run = this.pool.verify(stored, secret, lane).finally(() => this.running.delete(key))
+      const left = new AbortController()
+      const shared: Shared = { result: this.pool.verify(stored, secret, lane, left.signal).finally(() => this.running.delete(key)), waiting: 0, left }
+      run = shared
       this.running.set(key, run)
     }
-    const ok = await run
+    const ok = await waitFor(run, signal)
     if (ok && this.options.cacheTtlMs > 0) this.remember(key)
     return ok
   }

@@ -45,8 +45,12 @@ export class ScryptPool {
     return this.slot(this.lanes[KNOWN]!, () => hashSecret(secret))
   }
 
-  /** Checks `secret` against a stored hash, or throws 503 `overloaded` when its lane and those after it are full. */
-  async verify (stored: string, secret: string, lane: Lane = CLEAN): Promise<boolean> {
+  /**
+   * Checks `secret` against a stored hash, or throws 503 `overloaded` when
+   * its lane and those after it are full. Abandoned before its turn, it is
+   * not hashed, and rejects (to no one).
+   */
+  async verify (stored: string, secret: string, lane: Lane = CLEAN, abandoned?: AbortSignal): Promise<boolean> {
     let queue = this.lanes[lane]!
     if (this.running >= this.options.threads) {
       let l = lane
@@ -54,7 +58,11 @@ export class ScryptPool {
       if (l === this.lanes.length) throw new GatewayError('overloaded', 'too many logins in progress; retry shortly', { headers: { 'retry-after': '1' } })
       queue = this.lanes[l]!
     }
-    return this.slot(queue, () => verifySecret(stored, secret))
+    return this.slot(queue, () => {
+      // Nobody waits for this answer any more: a client that gave up costs no hash (and no failure is counted).
+      if (abandoned?.aborted === true) return Promise.reject(new Error('the login was abandoned before its hash'))
+      return verifySecret(stored, secret)
+    })
   }
 
   /** Checks waiting, by lane. */

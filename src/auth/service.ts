@@ -99,7 +99,7 @@ export class AuthService {
     if (wait > 0) {
       throw new GatewayError('rate_limited', 'too many failed logins; retry later', { headers: { 'retry-after': String(wait) } })
     }
-    const client = clientId === undefined ? undefined : await this.authenticate(clientId, request.client_secret, address)
+    const client = clientId === undefined ? undefined : await this.authenticate(clientId, request.client_secret, address, ctx.signal)
     if (!client) {
       this.throttle.failed(clientId, address)
       throw new GatewayError('invalid_client', 'unauthorized client credentials')
@@ -118,14 +118,14 @@ export class AuthService {
    * seen fail yet, sent before its first failure is counted, waits with the
    * suspects instead of taking the clean lane's places.
    */
-  private async authenticate (clientId: string, secret: string, address: string): Promise<Client | undefined> {
+  private async authenticate (clientId: string, secret: string, address: string, signal: AbortSignal): Promise<Client | undefined> {
     let lane = this.throttle.lane(clientId, address)
     const prefix = networkPrefix(address)
     if (lane === CLEAN && this.cleanChecks.has(prefix)) lane = SUSPECT
-    if (lane !== CLEAN) return this.credentials.authenticate(clientId, secret, lane)
+    if (lane !== CLEAN) return this.credentials.authenticate(clientId, secret, lane, signal)
     this.cleanChecks.add(prefix)
     try {
-      return await this.credentials.authenticate(clientId, secret, lane)
+      return await this.credentials.authenticate(clientId, secret, lane, signal)
     } finally {
       this.cleanChecks.delete(prefix)
     }

@@ -117,3 +117,16 @@ t.test('checks hold at most `threads` of libuv\'s pool: other work on it is not 
   t.equal(order[0], 'stat')
   t.same(order.slice(1), ['login 0', 'login 1', 'login 2', 'login 3', 'login 4', 'login 5'], 'the waiting checks run in arrival order')
 })
+
+t.test('a check whose clients all left before its turn is never hashed; one still waited for is', async t => {
+  const pool = new ScryptPool({ threads: 1, queue: 4 })
+  t.teardown(() => pool.close())
+  const stored = await pool.hash('s')
+  const busy = pool.verify(stored, 'x')
+  const gone = new AbortController()
+  const abandoned = pool.verify(stored, 's', CLEAN, gone.signal)
+  gone.abort()
+  await t.rejects(abandoned, /abandoned/)
+  t.equal(await busy, false)
+  t.equal(await pool.verify(stored, 's'), true)
+})

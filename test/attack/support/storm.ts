@@ -14,8 +14,8 @@ export interface Honest {
   name: string
   port: number
   request: () => RawRequest
-  /** Local address to send from (loopback has all of 127/8). */
-  from?: string
+  /** Local address to send each request from (loopback has all of 127/8). */
+  from?: () => string
 }
 
 export interface HonestFigures {
@@ -51,7 +51,7 @@ export function sendFrom (port: number, req: RawRequest, localAddress: string | 
   })
 }
 
-/** Sends the honest requests one after another, each client on its own, until `stop()` resolves. */
+/** Sends the honest requests one after another, each client on its own, until `until` resolves. */
 export async function measure (clients: readonly Honest[], until: Promise<unknown>, pauseMs = 100): Promise<HonestFigures[]> {
   let over = false
   void until.then(() => { over = true })
@@ -59,7 +59,7 @@ export async function measure (clients: readonly Honest[], until: Promise<unknow
     const figures: HonestFigures = { name: c.name, statuses: {}, latencies: [] }
     do {
       const started = performance.now()
-      const outcome = await sendFrom(c.port, c.request(), c.from)
+      const outcome = await sendFrom(c.port, c.request(), c.from?.())
       figures.latencies.push(performance.now() - started)
       const key = outcome.kind === 'answer' ? String(outcome.status) : outcome.kind
       figures.statuses[key] = (figures.statuses[key] ?? 0) + 1
