@@ -245,13 +245,22 @@ export class Intake<E> {
    * closes the socket at its idle timeout (about 10 s). A client that reads
    * while it sends (fetch, curl) has the answer long before; one that only
    * reads after sending all of it may not.
+   *
+   * A body cut for being slow is the exception: its client sends (nearly)
+   * nothing, so there is (nearly) nothing unread to draw a reset, and
+   * waiting for the idle timeout would hold its connection open for up to
+   * 30 s more (20.57) after the answer: it is closed with the answer.
    */
   private cut (reason: CutReason): void {
     clearTimeout(this.timer)
     this.mode = 'cut'
     this.host.cutShort(reason)
-    this.exchange.pause()
     const a = this.answer!
+    if (reason === 'slow') {
+      this.exchange.send(a.status, a.body, a.headers, true)
+      return
+    }
+    this.exchange.pause()
     this.exchange.send(a.status, a.body, { ...a.headers, connection: 'close' })
   }
 
