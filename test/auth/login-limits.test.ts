@@ -29,6 +29,17 @@ t.test('behind a trusted proxy: the address comes from AUTH_CLIENT_ADDRESS_HEADE
   t.equal((await post(url, reader, undefined, from('203.0.113.7'))).status, 200, 'and only that address')
 })
 
+t.test('a network spreading guesses over its addresses is limited as one: an IPv6 /64, an IPv4 /24', async t => {
+  const { url } = await startTestGateway(t, { AUTH_MAX_FAILURES: '3', AUTH_ADDRESS_MAX_FAILURES: '4', AUTH_PREFIX_MAX_FAILURES: '5', AUTH_CLIENT_ADDRESS_HEADER: 'X-Forwarded-For' })
+  const from = (address: string) => ({ 'content-type': 'application/json', 'x-forwarded-for': address })
+  for (let i = 0; i < 5; i++) t.equal((await post(url, { ...good, client_secret: 'guess' }, undefined, from(`2001:db8:7:7::${i + 1}`))).status, 401, 'one guess from each of five addresses of a /64')
+  t.equal((await post(url, good, undefined, from('2001:db8:7:7:ffff::42'))).status, 429, 'a sixth address of that /64 is refused, the right secret too')
+  t.equal((await post(url, good, undefined, from('2001:db8:7:8::1'))).status, 200, 'the next /64 is not')
+  for (let i = 0; i < 5; i++) await post(url, { ...good, client_secret: 'guess' }, undefined, from(`198.51.100.${i + 1}`))
+  t.equal((await post(url, good, undefined, from('198.51.100.200'))).status, 429, 'nor is an IPv4 /24')
+  t.equal((await post(url, good, undefined, from('198.51.101.1'))).status, 200)
+})
+
 t.test('repeated failures are rate limited with 429 and Retry-After, even with the right secret', async t => {
   const { url } = await startTestGateway(t, { AUTH_MAX_FAILURES: '3', AUTH_FAILURE_WINDOW_S: '60' })
   for (let i = 0; i < 3; i++) t.equal((await post(url, { ...good, client_secret: 'guess' + i })).status, 401)
