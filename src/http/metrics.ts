@@ -29,7 +29,7 @@ function httpFamilies (registry: Registry): HttpFamilies {
       }),
       drainsCut: new Counter({
         name: 'gateway_http_drains_cut_short_total',
-        help: 'Early answers sent before the end of the body, closing the connection: the rest was over HTTP_DRAIN_MAX_BYTES (size) or late past HTTP_DRAIN_TIMEOUT_MS (time)',
+        help: 'Early answers sent before the end of the body, closing the connection: the rest was over HTTP_DRAIN_MAX_BYTES (size), late past HTTP_DRAIN_TIMEOUT_MS (time), or slower than HTTP_BODY_MIN_BYTES_PER_S (slow)',
         labelNames: ['server', 'reason'],
         registers: [registry]
       })
