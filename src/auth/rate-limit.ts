@@ -141,13 +141,14 @@ export class LoginThrottle {
 
 /**
  * The network an address belongs to, as one key: an IPv4 /24 (an IPv4-mapped
- * IPv6 address counts as its IPv4 address), an IPv6 /64. Anything else (a
- * header value that is no address) is its own network.
+ * IPv6 address counts as its IPv4 address), an IPv6 /64; `wide`, the block
+ * around it: an IPv4 /16, an IPv6 /48 (a site's usual allocation). Anything
+ * else (a header value that is no address) is its own network.
  */
-export function networkPrefix (address: string): string {
+export function networkPrefix (address: string, wide = false): string {
   const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address)
   const v4 = mapped?.[1] ?? address
-  if (isIPv4(v4)) return `${v4.slice(0, v4.lastIndexOf('.'))}.0/24`
+  if (isIPv4(v4)) return wide ? `${v4.split('.').slice(0, 2).join('.')}.0.0/16` : `${v4.slice(0, v4.lastIndexOf('.'))}.0/24`
   const bare = address.replace(/%.*$/, '')
   if (!isIPv6(bare)) return address
   const [head, tail] = bare.includes('::') ? bare.split('::') as [string, string] : [bare, undefined]
@@ -155,7 +156,8 @@ export function networkPrefix (address: string): string {
   const right = tail === undefined || tail === '' ? [] : tail.split(':')
   // An embedded IPv4 tail takes two groups; it is past the first four either way.
   const groups = tail === undefined ? left : [...left, ...Array<string>(Math.max(0, 8 - left.length - right.length)).fill('0'), ...right]
-  return `${groups.slice(0, 4).map(g => parseInt(g, 16).toString(16)).join(':')}::/64`
+  const kept = wide ? 3 : 4
+  return `${groups.slice(0, kept).map(g => parseInt(g, 16).toString(16)).join(':')}::/${kept * 16}`
 }
 
 const pairKey = (clientId: string, address: string): string => `${address}\u0000${clientId}`

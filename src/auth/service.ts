@@ -34,7 +34,7 @@ export class AuthService {
   private readonly credentials: Credentials
   private readonly throttle: LoginThrottle
   private readonly addressHeader: string | undefined
-  /** Networks with a check in the clean lane now. */
+  /** Networks and blocks with a check in the clean lane now. */
   private readonly cleanChecks = new Set<string>()
   private rotationTimer: NodeJS.Timeout | undefined
   private refreshFailing = false
@@ -113,21 +113,22 @@ export class AuthService {
   }
 
   /**
-   * The secret checked in its lane (LoginThrottle.lane). A network gets one
-   * check at a time in the clean lane: a burst from a network nobody has
-   * seen fail yet, sent before its first failure is counted, waits with the
-   * suspects instead of taking the clean lane's places.
+   * The secret checked in its lane (LoginThrottle.lane). A network, and the
+   * block around it, get one check at a time in the clean lane: a burst from
+   * networks nobody has seen fail yet, sent before their first failures are
+   * counted, waits with the suspects instead of taking the clean lane's
+   * places, unless it comes from that many different blocks.
    */
   private async authenticate (clientId: string, secret: string, address: string, signal: AbortSignal): Promise<Client | undefined> {
     let lane = this.throttle.lane(clientId, address)
-    const prefix = networkPrefix(address)
-    if (lane === CLEAN && this.cleanChecks.has(prefix)) lane = SUSPECT
+    const networks = [networkPrefix(address), networkPrefix(address, true)]
+    if (lane === CLEAN && networks.some(n => this.cleanChecks.has(n))) lane = SUSPECT
     if (lane !== CLEAN) return this.credentials.authenticate(clientId, secret, lane, signal)
-    this.cleanChecks.add(prefix)
+    for (const n of networks) this.cleanChecks.add(n)
     try {
       return await this.credentials.authenticate(clientId, secret, lane, signal)
     } finally {
-      this.cleanChecks.delete(prefix)
+      for (const n of networks) this.cleanChecks.delete(n)
     }
   }
 

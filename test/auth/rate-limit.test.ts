@@ -83,6 +83,10 @@ t.test('networks as keys', async t => {
   t.equal(networkPrefix('::1'), '0:0:0:0::/64')
   t.equal(networkPrefix('fe80::1%eth0'), 'fe80:0:0:0::/64')
   t.equal(networkPrefix('not an address'), 'not an address')
+  t.equal(networkPrefix('203.0.113.7', true), '203.0.0.0/16')
+  t.equal(networkPrefix('::ffff:203.0.113.7', true), '203.0.0.0/16')
+  t.equal(networkPrefix('2001:db8:a:b:c:d:e:f', true), '2001:db8:a::/48')
+  t.equal(networkPrefix('2001:db8::1', true), '2001:db8:0::/48')
 })
 
 t.test('lanes: a client that logged in from this network goes first; a network with a failure goes last', async t => {
