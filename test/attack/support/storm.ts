@@ -26,29 +26,8 @@ export interface HonestFigures {
 }
 
 /** One exchange from a chosen local address. */
-export function sendFrom (port: number, req: RawRequest, localAddress: string | undefined, timeoutMs = ANSWER_BOUND_MS): Promise<Outcome> {
-  if (localAddress === undefined) return exchange(port, encode(req), timeoutMs)
-  return new Promise(resolve => {
-    const socket = connect({ port, host: '127.0.0.1', localAddress })
-    let received = Buffer.alloc(0)
-    let settled = false
-    const finish = (outcome: Outcome): void => {
-      if (settled) return
-      settled = true
-      clearTimeout(timer)
-      socket.destroy()
-      resolve(outcome)
-    }
-    const timer = setTimeout(() => finish({ kind: 'hang', partial: received.toString('latin1').slice(0, 500) }), timeoutMs)
-    socket.on('error', () => undefined)
-    socket.on('data', (d: Buffer) => {
-      received = Buffer.concat([received, d])
-      const answer = parseAnswer(received)
-      if (answer) finish(answer)
-    })
-    socket.on('close', () => finish(parseAnswer(received, true) ?? { kind: 'closed', partial: received.toString('latin1').slice(0, 500) }))
-    socket.write(encode(req))
-  })
+export async function sendFrom (port: number, req: RawRequest, localAddress: string | undefined, timeoutMs = ANSWER_BOUND_MS): Promise<Outcome> {
+  return exchange(port, encode(req), timeoutMs, false, localAddress)
 }
 
 /** Sends the honest requests one after another, each client on its own, until `until` resolves. */

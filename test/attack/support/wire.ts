@@ -67,9 +67,9 @@ export function encode (req: RawRequest): Buffer {
  * stream counts as answered once its head has come). Bounded by
  * `timeoutMs`: past it the outcome is a `hang`.
  */
-export function exchange (port: number, bytes: Buffer, timeoutMs = 15_000, headOnly = false): Promise<Outcome> {
+export function exchange (port: number, bytes: Buffer, timeoutMs = 15_000, headOnly = false, localAddress?: string): Promise<Outcome> {
   return new Promise(resolve => {
-    const socket = connect(port, '127.0.0.1')
+    const socket = connect({ port, host: '127.0.0.1', ...(localAddress === undefined ? {} : { localAddress }) })
     let received = Buffer.alloc(0)
     let settled = false
     const finish = (outcome: Outcome): void => {
