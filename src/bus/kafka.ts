@@ -123,7 +123,14 @@ export class KafkaBus implements FollowableBus {
           // A connect that comes after the deadline is of an admin client already let go.
           if (!failed) this.probeAdmin = admin
         }
-        await admin.describeCluster()
+        // Not describeCluster once the topics exist: for it kafkajs fetches the metadata of every topic in
+        // the cluster, refuses the whole answer when one partition of any topic has no leader (a runs
+        // partition whose broker died, another application's topic) and retries past the deadline, which
+        // would mark the bus down and refuse telemetry. Telemetry's own topic answers the question: the
+        // cluster is there, and the topic whose sends answer clients at once can take them. The other
+        // topics' leaders are known from their own sends (their lanes).
+        if (this.topicsCreated) await admin.fetchTopicMetadata({ topics: [this.config.topicTelemetry] })
+        else await admin.describeCluster()
       })()])
     } catch (err) {
       failed = true
