@@ -6,6 +6,7 @@ import '../helpers/no-keepalive.js'
 import { runGateway } from '../helpers/child.js'
 import { login } from '../helpers/gateway.js'
 import { sharedInfra } from '../helpers/infra.js'
+import { recordFigures } from '../helpers/figures.js'
 import { consumeSettled } from '../helpers/kafka.js'
 import { getRun, partitionOf, runsClusterEnv, settledLayout, startRunNode } from '../helpers/runs-cluster.js'
 import { eventually } from '../helpers/settle.js'
@@ -139,4 +140,13 @@ t.test('one partition of the runs topic without a leader: telemetry goes on, run
   const ids = new Set(onTopic.map(m => m.headers['x-request-id']))
   t.same(acknowledged.filter(a => !ids.has(a.id)).map(a => a.id), [], 'every acknowledged record is on the telemetry topic')
   t.equal(onTopic.length, acknowledged.length, 'and none twice')
+  recordFigures('faults', 'runs partition without a leader (its broker killed) under telemetry load', {
+    sent: answers.length,
+    acknowledged: acknowledged.length,
+    found_downstream: ids.size,
+    duplicates: onTopic.length - ids.size,
+    left_in_storage: 'n/a',
+    faults_injected: 1,
+    answered_5xx: answers.filter(a => a.status >= 500).length
+  })
 })
