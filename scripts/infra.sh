@@ -4,6 +4,7 @@
 # 127.0.0.1 only, on ports chosen at `up` time.
 #
 # Usage: scripts/infra.sh up|down|status|env|up-kafka|down-kafka|kill-kafka|freeze-kafka|thaw-kafka|up-minio|kill-minio|freeze-minio|thaw-minio
+#        |up-kafka-only|up-broker2|down-broker2|kill-broker2|freeze-broker2|thaw-broker2
 #
 #   up          install what is missing (into the cache), start what is not
 #               running, wait until both answer, print the env lines (stdout)
@@ -22,6 +23,16 @@
 #   kill-minio  SIGKILL MinIO, as a crash would; its data dir and port are kept
 #   freeze-minio  SIGSTOP MinIO: connections are accepted, nothing is answered
 #   thaw-minio  SIGCONT MinIO
+#   up-kafka-only  start Kafka alone in a fresh run dir (MinIO is never
+#               started); prints KAFKA_BROKERS
+#   up-broker2  start a second broker-only Kafka process (node 2) in the
+#               cluster of the running Kafka (node 1, which stays the only
+#               controller), for tests that need partitions with different
+#               leaders; its storage is formatted on first use and kept, as
+#               its port; prints KAFKA_BROKER2
+#   down-broker2 / kill-broker2 / freeze-broker2 / thaw-broker2
+#               TERM then KILL / SIGKILL / SIGSTOP / SIGCONT node 2 (data and
+#               port kept: up-broker2 starts it again); `down` stops it too
 #
 # Environment:
 #   GATEWAY_INFRA_CACHE    install cache  (default ~/.cache/evidence-gateway-infra)
@@ -301,12 +312,14 @@ tcp_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 # ------------------------------------------------------------------ Kafka ---
 # JVM flags as in Kafka's bin/kafka-run-class.sh / kafka-server-start.sh,
 # with a modest heap.
+# kafka_server_cmd [DIR]: the server of DIR (default $RUN/kafka: node 1).
 kafka_server_cmd() {
+  local dir="${1:-$RUN/kafka}"
   KAFKA_CMD=("$(java_bin)" -Xmx512m -Xms128m -XX:+UseG1GC -XX:MaxGCPauseMillis=20
     -XX:InitiatingHeapOccupancyPercent=35 -XX:+ExplicitGCInvokesConcurrent
     -Djava.awt.headless=true -Dlog4j.configuration="file:$RUN/kafka/log4j.properties"
-    -Dkafka.logs.dir="$RUN/kafka/logs" -cp "$KAFKA_HOME/jars/*"
-    kafka.Kafka "$RUN/kafka/server.properties")
+    -Dkafka.logs.dir="$dir/logs" -cp "$KAFKA_HOME/jars/*"
+    kafka.Kafka "$dir/server.properties")
 }
 
 # Short-lived Kafka tools (StorageTool, TopicCommand), killed after $1 s:
@@ -407,23 +420,67 @@ kafka_fail() {
   exit 1
 }
 
+# wait_kafka [PORT RUNNING]: until the broker on PORT (default node 1's)
+# answers, failing as soon as RUNNING (a function) says its process is gone.
 wait_kafka() {
+  local port="${1:-$KAFKA_PORT}" running="${2:-kafka_running}"
   local deadline=$((SECONDS + TIMEOUT))
-  while ! tcp_open "$KAFKA_PORT"; do
-    kafka_running || kafka_fail "the Kafka process exited during startup"
-    (( SECONDS < deadline )) || kafka_fail "port $KAFKA_PORT not open after ${TIMEOUT}s"
+  while ! tcp_open "$port"; do
+    "$running" || kafka_fail "the Kafka process exited during startup"
+    (( SECONDS < deadline )) || kafka_fail "port $port not open after ${TIMEOUT}s"
     sleep 0.5
   done
   # A metadata round trip through the real client: list topics.
   while ! kafka_tool 30 org.apache.kafka.tools.TopicCommand \
-      --bootstrap-server "127.0.0.1:$KAFKA_PORT" \
+      --bootstrap-server "127.0.0.1:$port" \
       --command-config "$RUN/kafka/tools-client.properties" --list \
       >"$RUN/kafka/logs/check.log" 2>&1; do
-    kafka_running || kafka_fail "the Kafka process exited during startup"
+    "$running" || kafka_fail "the Kafka process exited during startup"
     (( SECONDS < deadline )) || { cat "$RUN/kafka/logs/check.log" >&2; kafka_fail "no answer to a topic listing after ${TIMEOUT}s"; }
     sleep 1
   done
-  log "Kafka answers on 127.0.0.1:$KAFKA_PORT"
+  log "Kafka answers on 127.0.0.1:$port"
+}
+
+# -------------------------------------------------------- second broker ---
+# Node 2: a broker-only process in node 1's cluster (node 1 stays the only
+# controller), so that partitions can have different leaders and one can
+# lose its leader while the rest of the cluster answers.
+broker2_pid() { read_pid "$RUN/kafka2.pid"; }
+broker2_running() { pid_alive "$(broker2_pid)"; }
+
+load_broker2_port() {
+  [[ -f "$RUN/ports2" ]] || return 1
+  # shellcheck disable=SC1091
+  . "$RUN/ports2"
+  [[ -n "${BROKER2_PORT:-}" ]]
+}
+
+# Node 1's settings where they concern the cluster (replication of the
+# internal topics, defaults of new topics); its own id, port and data.
+broker2_ready() {
+  local ports
+  ports="$(pick_ports)"
+  BROKER2_PORT="${ports%% *}"
+  [[ -n "$BROKER2_PORT" ]] || die "could not pick a free port"
+  mkdir -p "$RUN/kafka2/data" "$RUN/kafka2/logs"
+  {
+    echo "process.roles=broker"
+    echo "node.id=2"
+    echo "controller.quorum.voters=1@127.0.0.1:$CONTROLLER_PORT"
+    echo "listeners=PLAINTEXT://127.0.0.1:$BROKER2_PORT"
+    echo "advertised.listeners=PLAINTEXT://127.0.0.1:$BROKER2_PORT"
+    echo "log.dirs=$RUN/kafka2/data"
+    grep -E '^(controller.listener.names|inter.broker.listener.name|listener.security.protocol.map)=' "$RUN/kafka/server.properties"
+    sed -n '/^num.partitions=/,$p' "$RUN/kafka/server.properties" | grep -v '^#'
+  } >"$RUN/kafka2/server.properties"
+  if ! kafka_tool 60 kafka.tools.StorageTool format -t "$(cat "$RUN/kafka/cluster-id")" \
+      -c "$RUN/kafka2/server.properties" >"$RUN/kafka2/logs/format.log" 2>&1; then
+    cat "$RUN/kafka2/logs/format.log" >&2
+    die "kafka storage format of node 2 failed"
+  fi
+  # the port last: a run dir with a ports2 file has a complete node 2
+  echo "BROKER2_PORT=$BROKER2_PORT" >"$RUN/ports2"
 }
 
 # ------------------------------------------------------------------ MinIO ---
@@ -564,6 +621,44 @@ cmd_down_kafka() {
   log "Kafka stopped; data and port $KAFKA_PORT kept (use up-kafka)"
 }
 
+cmd_up_kafka_only() {
+  java_bin >/dev/null
+  install_kafka
+  lock_run
+  if ! load_ports; then
+    init_run_dir
+    load_ports
+  fi
+  kafka_running || start_kafka
+  wait_kafka
+  echo "KAFKA_BROKERS=127.0.0.1:$KAFKA_PORT" >"$RUN/env"
+  cat "$RUN/env"
+}
+
+cmd_up_broker2() {
+  java_bin >/dev/null
+  lock_run
+  load_ports || die "no run state in $RUN (run 'up-kafka-only' or 'up' first)"
+  kafka_running || die "node 1 (Kafka) is not running: node 2 joins its cluster"
+  load_broker2_port || broker2_ready
+  if broker2_running; then
+    log "Kafka node 2 already running (pid $(broker2_pid))"
+  else
+    if tcp_open "$BROKER2_PORT"; then die "node 2's port $BROKER2_PORT is taken by another process"; fi
+    log "starting Kafka node 2 (broker) on 127.0.0.1:$BROKER2_PORT"
+    kafka_server_cmd "$RUN/kafka2"
+    spawn "$RUN/kafka2.pid" "$RUN/kafka2/kafka.out" "${KAFKA_CMD[@]}"
+  fi
+  wait_kafka "$BROKER2_PORT" broker2_running
+  echo "KAFKA_BROKER2=127.0.0.1:$BROKER2_PORT"
+}
+
+cmd_down_broker2() {
+  lock_run
+  if broker2_running; then kill -CONT "$(broker2_pid)" 2>/dev/null || true; fi
+  stop_pid "Kafka node 2" "$RUN/kafka2.pid" "$KAFKA_STOP_GRACE"
+}
+
 cmd_up_minio() {
   need curl "used for the MinIO health check"
   install_minio
@@ -613,6 +708,8 @@ signal_service() {
 cmd_down() {
   lock_run
   # A frozen server would hold its TERM until the grace ran out.
+  if broker2_running; then kill -CONT "$(broker2_pid)" 2>/dev/null || true; fi
+  stop_pid "Kafka node 2" "$RUN/kafka2.pid" "$KAFKA_STOP_GRACE"
   if kafka_running; then kill -CONT "$(kafka_pid)" 2>/dev/null || true; fi
   stop_pid Kafka "$RUN/kafka.pid" "$KAFKA_STOP_GRACE"
   if minio_running; then kill -CONT "$(minio_pid)" 2>/dev/null || true; fi
@@ -624,6 +721,7 @@ cmd_down() {
     p="${p#/proc/}"
     cmd="$(tr '\0' ' ' 2>/dev/null <"/proc/$p/cmdline" || true)"
     if [[ "$cmd" == *" kafka.Kafka $RUN/kafka/server.properties"* \
+       || "$cmd" == *" kafka.Kafka $RUN/kafka2/server.properties"* \
        || "$cmd" == *"/bin/minio server $RUN/minio/data "* ]]; then
       echo "$p" >"$RUN.stray.pid"
       stop_pid "leftover server" "$RUN.stray.pid" 5
@@ -684,8 +782,14 @@ case "${1:-}" in
   kill-minio) kill_service MinIO "$RUN/minio.pid" ;;
   freeze-minio) signal_service MinIO "$RUN/minio.pid" STOP ;;
   thaw-minio) signal_service MinIO "$RUN/minio.pid" CONT ;;
+  up-kafka-only) cmd_up_kafka_only ;;
+  up-broker2) cmd_up_broker2 ;;
+  down-broker2) cmd_down_broker2 ;;
+  kill-broker2) kill_service "Kafka node 2" "$RUN/kafka2.pid" ;;
+  freeze-broker2) signal_service "Kafka node 2" "$RUN/kafka2.pid" STOP ;;
+  thaw-broker2) signal_service "Kafka node 2" "$RUN/kafka2.pid" CONT ;;
   *)
-    echo "usage: $0 up|down|status|env|up-kafka|down-kafka|kill-kafka|freeze-kafka|thaw-kafka|up-minio|kill-minio|freeze-minio|thaw-minio" >&2
+    echo "usage: $0 up|down|status|env|up-kafka|down-kafka|kill-kafka|freeze-kafka|thaw-kafka|up-minio|kill-minio|freeze-minio|thaw-minio|up-kafka-only|up-broker2|down-broker2|kill-broker2|freeze-broker2|thaw-broker2" >&2
     exit 2
     ;;
 esac

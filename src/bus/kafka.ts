@@ -117,13 +117,24 @@ export class KafkaBus implements FollowableBus {
         timer = setTimeout(() => reject(new Error(`the broker did not answer within ${PROBE_DEADLINE_MS} ms`)), PROBE_DEADLINE_MS)
       })
       await Promise.race([deadline, (async () => {
-        if (!admin) {
-          admin = this.kafka.admin({ retry: { retries: 0 } })
-          await admin.connect()
-          // A connect that comes after the deadline is of an admin client already let go.
-          if (!failed) this.probeAdmin = admin
+        const kept = admin
+        if (kept) {
+          try {
+            await this.ask(kept)
+            return
+          } catch {
+            // kafkajs asks a random broker of its client's pool and fails when that one has died since,
+            // although the others answer (a broker that led only another topic's partitions): a fresh
+            // client starts from the bootstrap brokers and learns only the live ones.
+            if (this.probeAdmin === kept) this.probeAdmin = undefined
+            kept.disconnect().catch(() => undefined)
+          }
         }
-        await admin.describeCluster()
+        admin = this.kafka.admin({ retry: { retries: 0 } })
+        await admin.connect()
+        // A connect that comes after the deadline is of an admin client already let go.
+        if (!failed) this.probeAdmin = admin
+        await this.ask(admin)
       })()])
     } catch (err) {
       failed = true
@@ -142,6 +153,21 @@ export class KafkaBus implements FollowableBus {
     }
     this.down = undefined
     this.rearm()
+  }
+
+  /**
+   * Not describeCluster once the topics exist: for it kafkajs fetches the
+   * metadata of every topic in the cluster, refuses the whole answer when one
+   * partition of any topic has no leader (a runs partition whose broker died,
+   * another application's topic) and retries past the deadline, which would
+   * mark the bus down and refuse telemetry. Telemetry's own topic answers the
+   * question: the cluster is there, and the topic whose sends answer clients
+   * at once can take them. The other topics' leaders are known from their
+   * own sends (their lanes).
+   */
+  private async ask (admin: Admin): Promise<void> {
+    if (this.topicsCreated) await admin.fetchTopicMetadata({ topics: [this.config.topicTelemetry] })
+    else await admin.describeCluster()
   }
 
   /** Why `lane` (or, without one, the cluster) is down; while anything is, a check every RECHECK_MS. */

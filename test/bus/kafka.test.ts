@@ -1,5 +1,5 @@
 import t from 'tap'
-import type { Kafka } from 'kafkajs'
+import kafkajs, { type Kafka } from 'kafkajs'
 import pino from 'pino'
 import { KafkaBus } from '../../src/bus/kafka.js'
 import { loadConfig } from '../../src/config/index.js'
@@ -24,6 +24,10 @@ function returningBroker () {
       describeCluster: async () => {
         if (!connected) throw new Error('Cluster is not connected')
         return { brokers: [], controller: 0, clusterId: 'c' }
+      },
+      fetchTopicMetadata: async () => {
+        if (!connected) throw new Error('Cluster is not connected')
+        return { topics: [] }
       },
       listTopics: async () => ['asset.telemetry.v1', 'stream.events.v1', 'harness.runs.v1'],
       createTopics: async () => true
@@ -54,6 +58,7 @@ t.test('a broker that stops answering: the probe gives up before readiness does 
     connect: async () => {},
     disconnect: async () => {},
     describeCluster: () => frozen.describeCluster ? new Promise(() => {}) : Promise.resolve({ brokers: [], controller: 0, clusterId: 'c' }),
+    fetchTopicMetadata: () => frozen.describeCluster ? new Promise(() => {}) : Promise.resolve({ topics: [] }),
     listTopics: async () => ['asset.telemetry.v1', 'stream.events.v1', 'harness.runs.v1'],
     createTopics: async () => true
   })
@@ -85,6 +90,7 @@ function topicBroker (stalled: string) {
     connect: async () => {},
     disconnect: async () => {},
     describeCluster: async () => ({ brokers: [], controller: 0, clusterId: 'c' }),
+    fetchTopicMetadata: async () => ({ topics: [] }),
     listTopics: async () => ['asset.telemetry.v1', 'stream.events.v1', 'harness.runs.v1', 'harness.control.v1'],
     createTopics: async () => true
   })
@@ -138,4 +144,65 @@ t.test('a failed send marks its own topic down, not the others: telemetry is not
   t.match(bus.unavailable(), /no leader/, 'asked about no topic in particular: something is down')
   await bus.publish('asset.telemetry.v1', [{ key: 'truck-1', value: '{}', headers: {} }])
   t.pass('and telemetry is published meanwhile')
+})
+
+t.test('a partition of another topic without a leader is not the cluster down: the probe passes and telemetry is not refused', async t => {
+  // What kafkajs throws when a metadata answer names a partition without a leader; describeCluster asks for every topic.
+  const leaderless = new kafkajs.KafkaJSNumberOfRetriesExceeded(Object.assign(new Error('There is no leader for this topic-partition as we are in the middle of a leadership election'), { type: 'LEADER_NOT_AVAILABLE', code: 5, retriable: true }), { retryCount: 5, retryTime: 7500 })
+  const cluster = { leaderless: new Set<string>(), unreachable: false }
+  const metadata = async (topics: string[]): Promise<void> => {
+    if (cluster.unreachable) throw new Error('Connection error: connect ECONNREFUSED 127.0.0.1:9')
+    if (topics.some(topic => cluster.leaderless.has(topic))) throw leaderless
+  }
+  const all = ['asset.telemetry.v1', 'stream.events.v1', 'harness.runs.v1']
+  const admin = () => ({
+    connect: async () => {},
+    disconnect: async () => {},
+    describeCluster: async () => { await metadata(all); return { brokers: [], controller: 0, clusterId: 'c' } },
+    fetchTopicMetadata: async ({ topics }: { topics: string[] }) => { await metadata(topics); return { topics: [] } },
+    listTopics: async () => { await metadata(all); return all },
+    createTopics: async () => true
+  })
+  const producer = () => ({ connect: async () => {}, disconnect: async () => {}, send: async () => [] })
+  const bus = new KafkaBus(loadConfig({ BUS: 'kafka', KAFKA_BROKERS: '127.0.0.1:9' }), pino({ level: 'silent' }), { admin, producer } as unknown as Kafka)
+  t.teardown(() => bus.close())
+  await bus.start()
+  await bus.publish('asset.telemetry.v1', [{ key: 'k', value: 'v', headers: {} }])
+  cluster.leaderless.add('harness.runs.v1')
+  await t.resolves(bus.probe(), 'a runs partition without a leader: the probe passes')
+  t.equal(bus.unavailable('asset.telemetry.v1'), undefined, 'telemetry is not refused')
+  cluster.leaderless.add('asset.telemetry.v1')
+  await t.rejects(bus.probe(), /no leader/, 'a telemetry partition without a leader fails it')
+  cluster.leaderless.clear()
+  cluster.unreachable = true
+  await t.rejects(bus.probe(), /ECONNREFUSED/, 'as does a broker that does not answer')
+  t.match(bus.unavailable('asset.telemetry.v1'), /ECONNREFUSED/)
+})
+
+t.test('a broker that dies after the probe\'s client met it: the probe asks again through a fresh client and passes', async t => {
+  // kafkajs asks a random broker of a client's pool: a kept client may pick the dead one, a fresh one knows only the live.
+  let died = false
+  const admin = () => {
+    const metDeadBroker = !died
+    return {
+      connect: async () => {},
+      disconnect: async () => {},
+      describeCluster: async () => ({ brokers: [], controller: 0, clusterId: 'c' }),
+      fetchTopicMetadata: async () => {
+        if (died && metDeadBroker) throw new Error('Connection error: connect ECONNREFUSED 127.0.0.1:9')
+        return { topics: [] }
+      },
+      listTopics: async () => ['asset.telemetry.v1', 'stream.events.v1', 'harness.runs.v1'],
+      createTopics: async () => true
+    }
+  }
+  const producer = () => ({ connect: async () => {}, disconnect: async () => {}, send: async () => [] })
+  const bus = new KafkaBus(loadConfig({ BUS: 'kafka', KAFKA_BROKERS: '127.0.0.1:9' }), pino({ level: 'silent' }), { admin, producer } as unknown as Kafka)
+  t.teardown(() => bus.close())
+  await bus.start()
+  await bus.publish('asset.telemetry.v1', [{ key: 'k', value: 'v', headers: {} }])
+  await bus.probe()
+  died = true
+  await t.resolves(bus.probe(), 'the probe passes')
+  t.equal(bus.unavailable('asset.telemetry.v1'), undefined, 'telemetry is not refused')
 })
