@@ -4,9 +4,9 @@ import { AuthService, authOpenApi, LmdbClientStore, LmdbKeyVault, SharedClientSt
 import { hostname } from 'node:os'
 import { createBus, createKafkaClient, measurePublish } from './bus/index.js'
 import { SharedDocuments } from './cluster/index.js'
-import { isCluster, startupStep, type Config } from './config/index.js'
-import { HttpServer, bodyBudget, loadUws, type HttpServerOptions } from './http/index.js'
-import { IdleCollector, Readiness, buildInfo, capYoungGeneration, disablePretenuring, metricsSource, opsOpenApi, opsRoutes, openApiRoute, workerSlot, type OpenApiPart } from './ops/index.js'
+import { isCluster, isLoopbackHost, startupStep, type Config } from './config/index.js'
+import { HttpServer, bodyBudget, browserGuard, loadUws, type HttpServerOptions } from './http/index.js'
+import { IdleCollector, Readiness, buildInfo, cachedMetrics, capYoungGeneration, disablePretenuring, metricsSource, opsOpenApi, opsRoutes, openApiRoute, workerSlot, type OpenApiPart } from './ops/index.js'
 import { EvidenceService, LocalLedger, PUBLISH_WAIT_MS, SharedLedger, evidenceOpenApi, type EvidenceLedger } from './evidence/index.js'
 import { consoleRoutes } from './console/index.js'
 import { FrontDoor, frontDoorOpenApi } from './frontdoor/index.js'
@@ -32,6 +32,11 @@ export async function startGateway (config: Config, log: Logger): Promise<Gatewa
   const registry = new Registry()
   collectDefaultMetrics({ register: registry })
   buildInfo(registry, uwsBuild)
+  const metrics = cachedMetrics(metricsSource(registry))
+  const metricsAccess = { token: config.metricsToken, addressHeader: config.authClientAddressHeader }
+  if (roles.has('harness') && !config.svcHarnessAuthEnabled && !isLoopbackHost(config.host)) {
+    log.warn({ host: config.host }, 'HARNESS_ALLOW_OPEN=true: /runs* take no token and listen beyond loopback')
+  }
 
   const dataDir = `DATA_DIR=${config.dataDir}`
   const writable = `DATA_DIR must be a directory that user ${process.getuid?.() ?? '?'} can create, read and write`
@@ -74,6 +79,8 @@ export async function startGateway (config: Config, log: Logger): Promise<Gatewa
     drainTimeoutMs: config.httpDrainTimeoutMs
   }
   const servers: HttpServer[] = []
+  // A supervised worker shares its ports with its siblings; any other process holds them alone.
+  const exclusive = workerSlot() === undefined
   const openApi: OpenApiPart[] = [opsOpenApi(true)]
   let main: HttpServer | undefined
   let auth: AuthService | undefined
@@ -81,7 +88,7 @@ export async function startGateway (config: Config, log: Logger): Promise<Gatewa
   if (roles.has('auth') || roles.has('ingest') || roles.has('frontdoor')) {
     main = new HttpServer({ ...http, name: 'gateway' })
     servers.push(main)
-    opsRoutes(readiness, metricsSource(registry)).forEach(r => main!.route(r))
+    opsRoutes(readiness, metrics, metricsAccess).forEach(r => main!.route(r))
     auth = new AuthService(config, authStores, log, registry)
     await auth.start()
     stoppers.push(() => auth!.stop())
@@ -125,14 +132,17 @@ export async function startGateway (config: Config, log: Logger): Promise<Gatewa
     if (isCluster(config)) {
       peer = new HttpServer({ ...http, name: 'harness_peer', errors: 'harness' })
       servers.push(peer)
-      const port = await peer.listen(config.host, config.harnessPeerPort === 0 ? 0 : config.harnessPeerPort + (workerSlot() ?? 1) - 1)
+      const port = await peer.listen(config.host, config.harnessPeerPort === 0 ? 0 : config.harnessPeerPort + (workerSlot() ?? 1) - 1, { exclusive: true, setting: 'HARNESS_PEER_PORT' })
       cluster = { kafka: await createKafkaClient(config, log), url: `http://${advertisedHost(config)}:${port}` }
     }
     const harness = new HarnessService(config, state, bus, log, incarnation, registry, cluster)
     await harness.start()
     stoppers.push(() => harness.stop())
     closing.push(() => harness.closeWatchers())
-    const server = new HttpServer({ ...http, name: 'harness', errors: 'harness' })
+    // Names are answered as any when a token guards /runs*: a rebinding page has none (docs/harness.md).
+    const hosts = config.harnessAllowedHosts.length > 0 ? config.harnessAllowedHosts : config.svcHarnessAuthEnabled ? ['*'] : []
+    const guard = browserGuard({ hosts, origins: config.harnessAllowedOrigins })
+    const server = new HttpServer({ ...http, name: 'harness', errors: 'harness', guard })
     servers.push(server)
     const harnessReadiness = new Readiness()
     harnessReadiness.add('lmdb', () => checkState(state))
@@ -141,13 +151,12 @@ export async function startGateway (config: Config, log: Logger): Promise<Gatewa
     harnessReadiness.add('bus', () => harness.busState(), { required: false })
     if (cluster) harnessReadiness.add('runs', () => harness.clusterState())
     // `/metrics` on one port of the process, so that a Prometheus scraping both counts each series once.
-    const metrics = metricsSource(registry)
-    opsRoutes(harnessReadiness, main ? undefined : metrics).forEach(r => server.route(r))
+    opsRoutes(harnessReadiness, main ? undefined : metrics, metricsAccess).forEach(r => server.route(r))
     server.route(openApiRoute([opsOpenApi(!main), harnessOpenApi], () => ({ url: `http://${advertisedHost(config)}:${harnessPort}`, description: 'HARNESS_PORT' }), undefined))
     harness.routes().forEach(r => server.route(r))
     if (peer) harness.routes(true).forEach(r => peer.route(r))
     consoleRoutes(() => metrics.text()).forEach(r => server.route(r))
-    harnessPort = await server.listen(config.host, config.harnessPort)
+    harnessPort = await server.listen(config.host, config.harnessPort, { exclusive, setting: 'HARNESS_PORT' })
     afterListen.push(() => harness.afterListen())
   }
 
@@ -156,7 +165,7 @@ export async function startGateway (config: Config, log: Logger): Promise<Gatewa
     new FrontDoor(config, auth!.keys, harnessUrl).routes().forEach(r => main!.route(r))
   }
 
-  port = main ? await main.listen(config.host, config.port) : undefined
+  port = main ? await main.listen(config.host, config.port, { exclusive, setting: 'PORT' }) : undefined
   for (const then of afterListen) then()
   log.info({ port, harnessPort, roles: [...roles], uws: uwsBuild, bus: bus.kind, storage: config.storage, cluster: isCluster(config), incarnation: incarnation.id }, 'gateway listening')
 

@@ -93,6 +93,7 @@ async function start (config: Config, args: string[]): Promise<number> {
   }
   const count = workerCount(workers)
   if (count === 1 || cluster.isWorker) return await serve(config)
+  await checkPortsFree(config)
   const { createLogger, logCrashes, logProcessWarnings, supervise } = await import('../ops/index.js')
   const { log, flush, flushSync } = createLogger(config.logLevel)
   logProcessWarnings(log)
@@ -108,6 +109,22 @@ async function start (config: Config, args: string[]): Promise<number> {
   })
   await flush().catch(() => undefined)
   return code
+}
+
+/**
+ * The supervisor's workers bind with SO_REUSEPORT, which would let them join
+ * another gateway already on the port: the supervisor binds each port alone
+ * first, and fails as a single process would.
+ */
+async function checkPortsFree (config: Config): Promise<void> {
+  const { bindProblem, listenError } = await import('../http/index.js')
+  const ports: Array<[string, number]> = []
+  if (config.roles.some(r => r !== 'harness')) ports.push(['PORT', config.port])
+  if (config.roles.includes('harness')) ports.push(['HARNESS_PORT', config.harnessPort])
+  for (const [setting, port] of ports) {
+    const code = port === 0 ? undefined : await bindProblem(config.host, port)
+    if (code !== undefined) throw listenError(code, setting, config.host, port)
+  }
 }
 
 async function serve (config: Config): Promise<number> {

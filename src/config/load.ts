@@ -182,8 +182,24 @@ function uvThreadPoolSize (env: NodeJS.ProcessEnv): number {
   return Number.isNaN(n) ? 4 : Math.min(1024, Math.max(1, n))
 }
 
+/** Whether HOST reaches this machine only: 127.0.0.0/8, ::1 or `localhost`. A wildcard (0.0.0.0, ::) is not. */
+export function isLoopbackHost (host: string): boolean {
+  const h = host.replace(/^\[(.*)\]$/, '$1').toLowerCase()
+  return h === 'localhost' || h === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h)
+}
+
+/** Listeners of this process that would share a port: the kernel would split connections between two servers. */
+function portProblems (c: Config): string[] {
+  const main = c.roles.some(r => r !== 'harness')
+  if (!main || !c.roles.includes('harness') || c.port === 0 || c.port !== c.harnessPort) return []
+  return [`PORT and HARNESS_PORT are both ${c.port}: the gateway and the harness need a port each`]
+}
+
 function crossChecks (c: Config, env: NodeJS.ProcessEnv): string[] {
-  const problems: string[] = []
+  const problems: string[] = [...portProblems(c)]
+  if (c.roles.includes('harness') && !c.svcHarnessAuthEnabled && !c.harnessAllowOpen && !isLoopbackHost(c.host)) {
+    problems.push(`SVC_HARNESS_AUTH_ENABLED=false on HOST=${c.host}: /runs* would be open to the network; enable harness auth, listen on loopback, or set HARNESS_ALLOW_OPEN=true to accept it`)
+  }
   const pool = uvThreadPoolSize(env)
   if (c.authHashThreads >= pool) {
     problems.push(`AUTH_HASH_THREADS (${c.authHashThreads}) must be below libuv's thread pool (UV_THREADPOOL_SIZE, ${pool}): lmdb commits and file writes need a thread of it while logins hash; raise UV_THREADPOOL_SIZE with it`)

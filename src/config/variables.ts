@@ -25,10 +25,11 @@ export const variables = [
   { name: 'PORT', type: 'integer', default: 8080, minimum: 0, maximum: 65535, description: 'login, ingest, front door, JWKS, health and metrics' },
   { name: 'HARNESS_PORT', type: 'integer', default: 8081, minimum: 0, maximum: 65535, description: 'harness routes (/runs*, /health, /health/ready)' },
   { name: 'HOST', type: 'string', default: '127.0.0.1', description: 'listen address (0.0.0.0 in the container)' },
-  { name: 'DATA_DIR', type: 'string', default: './data', description: 'LMDB environment, filesystem objects, local bus log' },
+  { name: 'DATA_DIR', type: 'string', default: './data', description: 'LMDB environment, filesystem objects, local bus log; made 0700 and its files 0600 whatever the umask (docs/auth.md)' },
   { name: 'LOG_LEVEL', type: 'string', default: 'info', enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], description: 'pino level; JSON lines on stdout' },
   { name: 'SHUTDOWN_TIMEOUT_MS', type: 'integer', default: 10000, minimum: 0, description: 'how long SIGTERM waits for in-flight requests' },
   { name: 'HEAP_SEMI_SPACE_MB', type: 'integer', default: 8, minimum: 1, maximum: 64, description: 'cap of V8\'s young generation, per semi-space, in MiB (rounded up to a power of two; V8\'s own default is 16): uploads keep the process under 150 MB at 8 (docs/evidence.md)' },
+  { name: 'METRICS_TOKEN', type: 'string', description: 'bearer token `/metrics` requires (compared in constant time); unset, `/metrics` answers loopback callers only (docs/http.md)' },
   { name: 'UWS_ALLOW_FALLBACK', type: 'boolean', default: false, description: 'start even on the slow uWS Node emulation (never for figures)' },
 
   // HTTP edge
@@ -41,6 +42,7 @@ export const variables = [
   // Login
   { name: 'AUTH_CLIENTS_FILE', type: 'string', description: 'JSON array of clients (see docs/auth.md)' },
   { name: 'AUTH_SIGNING_KEY_FILE', type: 'string', description: 'PKCS#8 PEM RSA key to sign with instead of the generated one' },
+  { name: 'AUTH_KEY_WRAP_FILE', type: 'string', description: 'file outside DATA_DIR holding a key (at least 32 bytes) that wraps the generated signing keys (AES-256-GCM) before they are stored: DATA_DIR alone then signs nothing (docs/auth.md)' },
   { name: 'AUTH_ISSUER', type: 'string', default: 'http://127.0.0.1:8080/', description: '`iss` of issued tokens' },
   { name: 'AUTH_AUDIENCE', type: 'list', default: ['evidence-gateway'], description: 'audiences the ingest routes accept' },
   { name: 'AUTH_TOKEN_TTL_S', type: 'integer', default: 86400, minimum: 60, description: 'token validity' },
@@ -112,6 +114,9 @@ export const variables = [
 
   // Harness
   { name: 'SVC_HARNESS_AUTH_ENABLED', type: 'boolean', default: false, description: 'gate /runs* on an RS256 bearer token' },
+  { name: 'HARNESS_ALLOW_OPEN', type: 'boolean', default: false, description: 'start with SVC_HARNESS_AUTH_ENABLED=false on a HOST other than loopback (refused otherwise); a warning is logged' },
+  { name: 'HARNESS_ALLOWED_HOSTS', type: 'list', default: [], description: 'Host names the harness port answers besides IP literals and `localhost` (`*`: any); unset, any name when harness auth is on, none when it is off (DNS rebinding, docs/harness.md)' },
+  { name: 'HARNESS_ALLOWED_ORIGINS', type: 'list', default: [], description: 'browser origins (`https://console.example`) the harness port answers besides its own; a request from another origin is 403 `origin_not_allowed`' },
   { name: 'IDP_ISSUER', type: 'string', description: '`iss` the harness (and ingest) accept' },
   { name: 'IDP_JWKS_URL', type: 'url', description: 'RS256 public key set of that issuer' },
   { name: 'IDP_RS256_AUDIENCE', type: 'string', description: '`aud` the harness requires' },
@@ -152,7 +157,7 @@ export const variables = [
  */
 export const ownedPrefixes: readonly string[] = [
   'AUTH_', 'BUS_', 'KAFKA_', 'TOPIC_', 'TELEMETRY_', 'STORAGE_', 'S3_', 'EVIDENCE_',
-  'IDEMPOTENCY_', 'HARNESS_', 'SVC_HARNESS_', 'IDP_', 'FRONTDOOR_', 'ORGS_', 'SHUTDOWN_', 'CLUSTER_',
+  'IDEMPOTENCY_', 'HARNESS_', 'SVC_HARNESS_', 'IDP_', 'FRONTDOOR_', 'ORGS_', 'SHUTDOWN_', 'CLUSTER_', 'METRICS_',
   // Not all of HTTP_: HTTP_PROXY and its kin belong to other tools.
   'HTTP_BODY_', 'HTTP_DRAIN_'
 ]

@@ -10,6 +10,8 @@ import { errorBody, type ErrorDialect } from './error-bodies.js'
 import { Intake, bodiesOverloaded, type CutReason, type IntakeHost } from './intake.js'
 import { ServerMetrics } from './metrics.js'
 import { parseQuery } from './query.js'
+import type { BrowserGuard } from './browser-guard.js'
+import { bindProblem, listenError } from './listen.js'
 import { Router } from './router.js'
 
 /** A reply, a promise of one, or LATER: the handler will call ctx.settle() (once). */
@@ -54,11 +56,17 @@ export interface HttpServerOptions {
   /** Bounds on reading the rest of a body after an early answer (HTTP_DRAIN_MAX_BYTES, HTTP_DRAIN_TIMEOUT_MS). */
   drainMaxBytes?: number
   drainTimeoutMs?: number
+  /** Refuses, on the headers, what a browser on another site could make this server do (browser-guard.ts). */
+  guard?: BrowserGuard
 }
 
 const MiB = 1024 * 1024
 const DEFAULT_BODY_LIMIT = MiB
 const NO_BODY = Buffer.alloc(0)
+/** uWS's LIBUS_LISTEN_EXCLUSIVE_PORT (a const enum in its types, so not importable as a value). */
+const EXCLUSIVE_PORT = 1
+/** uWS's `listen(host, port, options, cb)`, which its types leave out (they give options only without a host). */
+type ListenAt = (host: string, port: number, options: number, cb: (socket: UWS.us_listen_socket | false) => void) => UWS.TemplatedApp
 /**
  * 503s the gateway answers by design when a client or the load asks for more
  * than a budget allows: logged at warn, not error, since a client (or an
@@ -147,10 +155,21 @@ export class HttpServer implements IntakeHost<Entry> {
     return this
   }
 
-  listen (host: string, port: number): Promise<number> {
+  /**
+   * Binds `host:port`. `exclusive`: no other socket may share the port (no
+   * SO_REUSEPORT), as for any process but a supervised worker, whose
+   * siblings share it by design. A failure names `setting` and the kernel's
+   * reason (EADDRINUSE...).
+   */
+  listen (host: string, port: number, options: { exclusive?: boolean, setting?: string } = {}): Promise<number> {
+    const setting = options.setting ?? `${this.options.name} port`
+    const app = this.app as unknown as { listen: ListenAt }
     return new Promise((resolve, reject) => {
-      this.app.listen(host, port, socket => {
-        if (!socket) return reject(new Error(`${this.options.name}: cannot listen on ${host}:${port}`))
+      app.listen(host, port, options.exclusive === true ? EXCLUSIVE_PORT : 0, socket => {
+        if (!socket) {
+          bindProblem(host, port).then(code => reject(listenError(code ?? 'ELISTEN', setting, host, port)), reject)
+          return
+        }
         this.listenSocket = socket
         this.boundPort = this.options.uws.us_socket_local_port(socket)
         resolve(this.boundPort)
@@ -225,6 +244,8 @@ export class HttpServer implements IntakeHost<Entry> {
         ? new GatewayError('method_not_allowed', `${ctx.method} is not allowed on ${ctx.path}`, { headers: { allow: found.allowed.join(', ') } })
         : new GatewayError('not_found', `no route for ${ctx.method} ${ctx.path}`))
     }
+    const refusal = this.options.guard?.(ctx.method, ctx.headers)
+    if (refusal !== undefined) return this.fail(ctx, refusal)
     const mode = entry.route.body ?? 'none'
     if (intake !== undefined && mode !== 'none') {
       intake.limit = entry.limit

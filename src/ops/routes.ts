@@ -1,13 +1,15 @@
 import type { Route } from '../http/index.js'
 import type { Readiness } from './readiness.js'
+import { metricsGate, type MetricsAccess } from './metrics-access.js'
 import type { MetricsSource } from './worker-link.js'
 
 /**
  * `/health` (liveness: the process answers), `/health/ready` (readiness: the
  * components the port cannot serve without answer), `/health/ready/{component}`
- * (that one too: the bus, for a pool that takes only telemetry), `/metrics`.
+ * (that one too: the bus, for a pool that takes only telemetry), `/metrics`
+ * for those `access` admits.
  */
-export function opsRoutes (readiness: Readiness, metrics?: MetricsSource): Route[] {
+export function opsRoutes (readiness: Readiness, metrics?: MetricsSource, access: MetricsAccess = {}): Route[] {
   const routes: Route[] = [
     { method: 'GET', path: '/health', quiet: true, handler: () => ({ status: 200, body: { status: 'ok' } }) },
     { method: 'GET', path: '/health/ready', quiet: true, handler: () => ready(readiness) },
@@ -23,10 +25,12 @@ export function opsRoutes (readiness: Readiness, metrics?: MetricsSource): Route
     }
   ]
   if (metrics) {
+    const admit = metricsGate(access)
     routes.push({
       method: 'GET',
       path: '/metrics',
       quiet: true,
+      authorize: admit,
       handler: async () => ({ status: 200, body: await metrics.text(), headers: { 'content-type': metrics.contentType } })
     })
   }

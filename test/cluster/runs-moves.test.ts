@@ -49,7 +49,7 @@ t.test('partitions moving while clients read, stream and cancel', { skip: !infra
 
   // A third and a fourth node join: a rebalance moves partitions while all of that goes on, and a cancel is sent meanwhile.
   const joining = Promise.all(['n3', 'n4'].map(name => startRunNode(t, cluster, name)))
-  const cancel = await fetch(`${first[0]!.base}/runs/${doomed}/cancel`, { method: 'POST' })
+  const cancel = await fetch(`${first[0]!.base}/runs/${doomed}/cancel`, { method: 'POST', headers: { 'content-type': 'application/json' } })
   const cancelBody = await cancel.json() as { status?: string, detail?: string }
   const nodes = [...first, ...await joining]
   owners = await settledLayout(cluster, nodes)
@@ -81,7 +81,7 @@ t.test('partitions moving while clients read, stream and cancel', { skip: !infra
     const others = nodes.filter(n => n !== owner)
     const answers: Array<{ status: number, body: any }> = []
     for (const n of others) {
-      const res = await fetch(`${n.base}/runs/${id}/cancel`, { method: 'POST' })
+      const res = await fetch(`${n.base}/runs/${id}/cancel`, { method: 'POST', headers: { 'content-type': 'application/json' } })
       answers.push({ status: res.status, body: await res.json() })
     }
     t.equal(answers[0]!.status, 200, 'the first cancel takes it')

@@ -58,12 +58,12 @@ t.test('three nodes, each in its own pid namespace, on one Kafka', { skip: !infr
     const owner = owners.get(partitionOf(cluster, id))!
     const other = nodes.find(n => n !== owner)!
     await eventually(async () => (await getRun(other, id)).body.status, s => s === 'running')
-    const res = await fetch(`${other.base}/runs/${id}/cancel`, { method: 'POST' })
+    const res = await fetch(`${other.base}/runs/${id}/cancel`, { method: 'POST', headers: { 'content-type': 'application/json' } })
     const body = await res.json() as any
     t.equal(res.status, 200, JSON.stringify(body).slice(0, 300))
     t.equal(body.status, 'cancelled')
     t.match(body.events.at(-1), { type: 'run.failed', data: { reason: 'cancelled' } })
-    const again = await fetch(`${owner.base}/runs/${id}/cancel`, { method: 'POST' })
+    const again = await fetch(`${owner.base}/runs/${id}/cancel`, { method: 'POST', headers: { 'content-type': 'application/json' } })
     t.same([again.status, await again.json()], [409, { detail: 'run_not_in_flight:cancelled' }], 'a second cancel through the owner is 409')
   })
 
@@ -99,7 +99,7 @@ t.test('three nodes, each in its own pid namespace, on one Kafka', { skip: !infr
       return status === 200 ? body.status : `${status} ${JSON.stringify(body)}`
     }))))
     for (const [i, statuses] of views.entries()) t.same(statuses, statuses.map(() => statuses[0]), `${started[i]}: every node reports ${statuses[0]}`)
-    for (const id of started.filter(id => !mine.includes(id))) await fetch(`${one.base}/runs/${id}/cancel`, { method: 'POST' })
+    for (const id of started.filter(id => !mine.includes(id))) await fetch(`${one.base}/runs/${id}/cancel`, { method: 'POST', headers: { 'content-type': 'application/json' } })
     const messages = await consumeSettled(infra!.KAFKA_BROKERS, cluster.topic, 1, 3000)
     checkLog(t, messages, started)
   })
@@ -119,7 +119,7 @@ t.test('three nodes, each in its own pid namespace, on one Kafka', { skip: !infr
       }
     }
     t.comment(`the killed node's runs were seen ended everywhere ${Date.now() - killedAt} ms after the kill (session ${cluster.sessionMs} ms)`)
-    for (const id of started.filter(id => !mine.includes(id))) await fetch(`${survivors[0]!.base}/runs/${id}/cancel`, { method: 'POST' })
+    for (const id of started.filter(id => !mine.includes(id))) await fetch(`${survivors[0]!.base}/runs/${id}/cancel`, { method: 'POST', headers: { 'content-type': 'application/json' } })
     const messages = await consumeSettled(infra!.KAFKA_BROKERS, cluster.topic, 1, 3000)
     checkLog(t, messages, started)
   })

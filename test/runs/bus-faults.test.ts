@@ -42,7 +42,7 @@ t.test('runs started, streamed and ended while Kafka is down are all on TOPIC_RU
   t.same(streams.map(s => s.at(-1)?.event), Array(8).fill('run.completed'), 'streamed to their end with the broker down')
   const cancelled = await start({ message: 'cancelled', mode: 'echo', options: { steps: 100, delay_ms: 50 } })
   await eventually(async () => (await json(await fetch(`${harnessUrl}/runs/${cancelled}`))).status, s => s === 'running')
-  t.equal((await json(await fetch(`${harnessUrl}/runs/${cancelled}/cancel`, { method: 'POST' }))).status, 'cancelled')
+  t.equal((await json(await fetch(`${harnessUrl}/runs/${cancelled}/cancel`, { method: 'POST', headers: { 'content-type': 'application/json' } }))).status, 'cancelled')
   const sync = (await json(await fetch(`${harnessUrl}/runs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ message: 'sync', mode: 'echo', options: { steps: 2 } }) }))).run_id
   runIds.push(...during, cancelled, sync)
 

@@ -32,7 +32,7 @@ t.test('every type of the catalogue is emitted by some run, and runs emit nothin
     await run({ message: 'break' })
   ]
   const { run_id: slow } = await (await fetch(`${harnessUrl}/runs:start`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ message: 'x', mode: 'echo', options: { steps: 50, delay_ms: 50 } }) })).json() as any
-  await fetch(`${harnessUrl}/runs/${slow}/cancel`, { method: 'POST' })
+  await fetch(`${harnessUrl}/runs/${slow}/cancel`, { method: 'POST', headers: { 'content-type': 'application/json' } })
   records.push(await eventually(async () => (await fetch(`${harnessUrl}/runs/${slow}`)).json() as Promise<any>, r => r.status === 'cancelled'))
   t.same(records.map(r => r.status), ['succeeded', 'succeeded', 'succeeded', 'failed', 'cancelled'])
 

@@ -88,7 +88,7 @@ t.test('what the client sees of failures: an unknown run is http_404; a cancel e
   const streamed = (async () => {
     for await (const e of client.runs.stream(runId)) {
       seen.push(e)
-      if (e.type === 'echo.step') await fetch(`${harnessUrl}/runs/${runId}/cancel`, { method: 'POST' })
+      if (e.type === 'echo.step') await fetch(`${harnessUrl}/runs/${runId}/cancel`, { method: 'POST', headers: { 'content-type': 'application/json' } })
       if (e.type === 'run.completed' || e.type === 'run.failed') break
     }
   })()

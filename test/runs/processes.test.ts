@@ -37,7 +37,7 @@ t.test('two processes on one DATA_DIR (local bus): a run of A is streamed live, 
 
   const cancelled = await start(A, { steps: 1000, delay_ms: 50 })
   await eventually(async () => (await get(B, cancelled)).body.status, s => s === 'running')
-  const res = await fetch(`${B.base}/runs/${cancelled}/cancel`, { method: 'POST' })
+  const res = await fetch(`${B.base}/runs/${cancelled}/cancel`, { method: 'POST', headers: { 'content-type': 'application/json' } })
   t.equal(res.status, 200)
   t.equal((await json(res)).status, 'cancelled', 'B cancelled the run A executes')
   t.equal((await get(A, cancelled)).body.status, 'cancelled')

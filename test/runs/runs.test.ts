@@ -9,7 +9,7 @@ import { tailBus } from '../helpers/child.js'
 async function setup (t: any, env: Record<string, string> = {}) {
   const gw = await startTestGateway(t, env)
   const call = async (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) => {
-    const res = await fetch(`${gw.harnessUrl}${path}`, { method, headers: body === undefined ? headers : { 'content-type': 'application/json', ...headers }, ...(body === undefined ? {} : { body: typeof body === 'string' ? body : JSON.stringify(body) }) })
+    const res = await fetch(`${gw.harnessUrl}${path}`, { method, headers: body === undefined && method !== 'POST' ? headers : { 'content-type': 'application/json', ...headers }, ...(body === undefined ? {} : { body: typeof body === 'string' ? body : JSON.stringify(body) }) })
     return { status: res.status, body: await res.json() as any }
   }
   return { ...gw, call }
@@ -161,7 +161,7 @@ t.test('a subscriber that never reads does not delay others, and ends cut off wi
   const path = `/runs/${body.run_id}/stream`
   const slow = await rawConnect(Number(new URL(harnessUrl).port))
   slow.pause()
-  slow.write(`GET ${path} HTTP/1.1\r\nHost: x\r\n\r\n`)
+  slow.write(`GET ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`)
   const fast = await readSse(await fetch(`${harnessUrl}${path}`))
   t.equal(fast.filter(e => e.event === 'echo.step').length, 1000, 'the fast subscriber got every step')
   t.equal(fast.at(-1)!.event, 'run.completed')

@@ -137,7 +137,7 @@ t.test('many subscribers that never read a long run: /health answers, readers ge
   const idle = await Promise.all(Array.from({ length: 40 }, () => rawConnect(port)))
   for (const socket of idle) {
     socket.pause()
-    socket.write(`GET /runs/${run.run_id}/stream HTTP/1.1\r\nHost: x\r\n\r\n`)
+    socket.write(`GET /runs/${run.run_id}/stream HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`)
   }
   const reader = fetch(`${harnessUrl}/runs/${run.run_id}/stream`).then(r => readSse(r))
   for (let i = 0; i < 5; i++) {

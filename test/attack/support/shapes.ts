@@ -43,7 +43,8 @@ export function errorShapeProblem (dialect: Dialect, answer: Answer): string | u
     case 'harness':
       if (keys(body) !== 'detail' || typeof body['detail'] !== 'string') return 'not {detail}'
       if (status === 401 && !HARNESS_401.has(body['detail'])) return `401 detail ${body['detail']} is not one of the spec's`
-      if (status === 403 && !/^(cross_tenant_replay:run|not_a_member:org)/.test(body['detail'])) return `403 detail ${body['detail']} is not one of the spec's`
+      // Beside the spec's: a browser's request from another origin, or by a rebound name (docs/harness.md).
+      if (status === 403 && !/^(cross_tenant_replay:run|not_a_member:org|origin_not_allowed$|host_not_allowed$)/.test(body['detail'])) return `403 detail ${body['detail']} is not one of the spec's`
       return undefined
     case 'plain':
       if (keys(body) !== 'code,message,status' || body['status'] !== 'error' || typeof body['message'] !== 'string') return 'not {status: error, code, message}'
