@@ -3,6 +3,7 @@ export { LmdbClientStore, SharedClientStore, CLIENT_CACHE_MS, type ClientStore }
 export { LmdbKeyVault, SharedKeyVault, type KeyVault, type StoredKey } from './key-vault.js'
 export { ClientRegistry, clientIdentityProblem, type Client } from './clients.js'
 export { KeyStore, UNKNOWN_KID_REFRESH_MS } from './keys.js'
+export { KeyWrap, WRAP_KEY_MIN_BYTES } from './key-wrap.js'
 export { TokenVerifier, issueToken, type TokenClaims, type IssuedToken } from './tokens.js'
 export { generateSecret, hashSecret, verifySecret } from './secrets.js'
 export { FailureLimiter, LoginThrottle, clientAddress, networkPrefix } from './rate-limit.js'

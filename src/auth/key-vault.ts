@@ -13,7 +13,10 @@ export interface StoredKey {
   created_at: number
   /** Written by earlier versions; retirement now follows from the next epoch's key. */
   retired_at?: number
+  /** PKCS#8 PEM; empty when the key is wrapped. */
   private_pem: string
+  /** The PEM wrapped with AUTH_KEY_WRAP_FILE's key (key-wrap.ts). */
+  private_wrapped?: string
   public_jwk: JWK
 }
 

@@ -4,6 +4,7 @@ import { promisify } from 'node:util'
 import { calculateJwkThumbprint, errors as joseErrors, type JWK, type JWTVerifyGetKey } from 'jose'
 import { expiredKeys, rotationDue, signingKey, type KeySchedule } from './key-schedule.js'
 import type { KeyListing, KeyVault, ListedKey, StoredKey } from './key-vault.js'
+import type { KeyWrap } from './key-wrap.js'
 
 const generateRsa = promisify(generateKeyPair)
 
@@ -18,6 +19,8 @@ export interface KeyStoreOptions {
   /** AUTH_KEY_PUBLISH_LEAD_S: how long a new key is published before it signs. */
   publishLeadS: number
   signingKeyFile?: string | undefined
+  /** AUTH_KEY_WRAP_FILE's key: the keys this store makes are stored wrapped, and wrapped keys are read with it. */
+  wrap?: KeyWrap | undefined
 }
 
 /**
@@ -77,12 +80,14 @@ export class KeyStore {
       return
     }
     await this.rotateIfDue()
+    // A key this process cannot open (wrapped by another AUTH_KEY_WRAP_FILE, or with none) fails the start, not the first login.
+    void this.current
   }
 
   /** The key that signs now; a published key takes over once its lead has passed, read again or not. */
   get current (): SigningKey {
     const due = signingKey(this.keys, this.now(), this.schedule.leadMs)
-    if (due !== undefined && due.kid !== this.signing?.kid) this.signing = { kid: due.kid, privateKey: createPrivateKey(due.private_pem) }
+    if (due !== undefined && due.kid !== this.signing?.kid) this.signing = { kid: due.kid, privateKey: createPrivateKey(this.privatePem(due)) }
     if (!this.signing) throw new Error('KeyStore.init() was not awaited')
     return this.signing
   }
@@ -119,7 +124,10 @@ export class KeyStore {
       const jwk = publicJwk(privateKey)
       const kid = await calculateJwkThumbprint(jwk)
       const epoch = (listing.keys.at(-1)?.epoch ?? 0) + 1
-      await this.vault.create({ kid, epoch, created_at: listing.now, private_pem: privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(), public_jwk: { ...jwk, kid } })
+      const pem = privateKey.export({ type: 'pkcs8', format: 'pem' }).toString()
+      const wrap = this.options.wrap
+      const secret = wrap === undefined ? { private_pem: pem } : { private_pem: '', private_wrapped: wrap.wrap(pem, kid) }
+      await this.vault.create({ kid, epoch, created_at: listing.now, ...secret, public_jwk: { ...jwk, kid } })
       listing = await this.read()
     }
     const expired = expiredKeys(listing.keys, listing.now, this.schedule)
@@ -139,6 +147,12 @@ export class KeyStore {
       this.refreshing = this.read().then(listing => this.adopt(listing.keys)).finally(() => { this.refreshing = undefined })
     }
     await this.refreshing?.catch(() => undefined)
+  }
+
+  private privatePem (key: StoredKey): string {
+    if (key.private_wrapped === undefined) return key.private_pem
+    if (this.options.wrap === undefined) throw new Error(`signing key ${key.kid} is wrapped: AUTH_KEY_WRAP_FILE is needed to sign with it`)
+    return this.options.wrap.unwrap(key.private_wrapped, key.kid)
   }
 
   /** Lists the vault and sets the clock by its answer. */

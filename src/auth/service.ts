@@ -9,6 +9,7 @@ import { ClientRegistry, type Client } from './clients.js'
 import { Credentials } from './credentials.js'
 import type { KeyVault } from './key-vault.js'
 import { KeyStore } from './keys.js'
+import { KeyWrap } from './key-wrap.js'
 import { loginBody, parseLoginRequest } from './login-request.js'
 import { clientAddress, LoginThrottle, networkPrefix } from './rate-limit.js'
 import { CLEAN, SUSPECT } from './scrypt-pool.js'
@@ -46,7 +47,8 @@ export class AuthService {
     this.logins = registry && new Counter({ name: 'gateway_auth_logins_total', help: 'Logins by result: success, or the error code of the answer (rate_limited is a client or address locked out)', labelNames: ['result'], registers: [registry] })
     this.clients = new ClientRegistry(stores.clients)
     this.credentials = new Credentials(this.clients, { threads: config.authHashThreads, queue: config.authHashQueue, cacheTtlMs: config.authSecretCacheS * 1000 })
-    this.keys = new KeyStore(stores.keys, { tokenTtlS: config.authTokenTtlS, rotationS: config.authKeyRotationS, publishLeadS: config.authKeyPublishLeadS, signingKeyFile: config.authSigningKeyFile })
+    const wrap = config.authKeyWrapFile === undefined ? undefined : KeyWrap.fromFile(config.authKeyWrapFile, config.dataDir)
+    this.keys = new KeyStore(stores.keys, { tokenTtlS: config.authTokenTtlS, rotationS: config.authKeyRotationS, publishLeadS: config.authKeyPublishLeadS, signingKeyFile: config.authSigningKeyFile, wrap })
     this.throttle = new LoginThrottle({ perClient: config.authMaxFailures, perAddress: config.authAddressMaxFailures, perPrefix: config.authPrefixMaxFailures, windowMs: config.authFailureWindowS * 1000 })
     this.addressHeader = config.authClientAddressHeader?.toLowerCase()
     const external = config.idpIssuer && config.idpJwksUrl ? { issuer: config.idpIssuer, jwksUrl: config.idpJwksUrl } : undefined

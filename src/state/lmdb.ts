@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs'
+import { chmodSync, mkdirSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import { open, type RootDatabase } from 'lmdb'
 
@@ -24,8 +24,42 @@ export const STATE_OPTIONS = { maxDbs: 32, mapSize: 16 * 1024 ** 3, compression:
  * processes, which is what lets roles run split.
  */
 export function openState (dataDir: string): StateStore {
-  mkdirSync(dataDir, { recursive: true })
-  return open({ path: join(dataDir, 'state.lmdb'), ...STATE_OPTIONS })
+  makePrivate(dataDir)
+  const path = join(dataDir, 'state.lmdb')
+  const state = open({ path, ...STATE_OPTIONS })
+  // Written 0644 by versions before this one (the umask's doing).
+  for (const file of [path, `${path}-lock`]) chmodPrivate(file, 0o600)
+  return state
+}
+
+/**
+ * DATA_DIR holds the signing keys, the clients' secret hashes, every run and
+ * the stored media: no other user of the machine may read any of it. From
+ * here on this process creates files 0600 and folders 0700 whatever umask
+ * it was started with, and DATA_DIR itself is 0700, which also closes
+ * whatever an earlier version left readable inside it. A DATA_DIR this
+ * user cannot chmod (a volume another user owns) is accepted only if
+ * other users cannot enter it; a group (Kubernetes' fsGroup) is the
+ * operator's choice.
+ */
+function makePrivate (dataDir: string): void {
+  process.umask(0o077)
+  mkdirSync(dataDir, { recursive: true, mode: 0o700 })
+  if (!chmodPrivate(dataDir, 0o700) && (statSync(dataDir).mode & 0o007) !== 0) {
+    throw new Error(`DATA_DIR ${dataDir} is open to other users (mode ${(statSync(dataDir).mode & 0o777).toString(8)}) and not this user's to chmod 0700`)
+  }
+}
+
+/** chmod, false when the file is not this user's to change. */
+function chmodPrivate (path: string, mode: number): boolean {
+  try {
+    chmodSync(path, mode)
+    return true
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code
+    if (code === 'EPERM' || code === 'ENOENT') return false
+    throw err
+  }
 }
 
 /** Readiness probe: a read and a no-op write transaction. */

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import { constants } from 'node:fs'
-import { access, mkdir, open, readdir, rename, rm, rmdir, type FileHandle } from 'node:fs/promises'
+import { access, chmod, mkdir, open, readdir, rename, rm, rmdir, type FileHandle } from 'node:fs/promises'
 import { dirname, join, resolve, sep } from 'node:path'
 import { soleOwner, type ByteSource, type ObjectStore, type ProcessOwner, type PutOptions, type StoredObject } from './types.js'
 import type { SlabPool } from './slabs.js'
@@ -27,7 +27,9 @@ export class FsObjectStore implements ObjectStore {
 
   /** Makes the folders, and removes the partial files of processes that are gone. */
   async start (): Promise<void> {
-    await mkdir(this.staging, { recursive: true })
+    await mkdir(this.staging, { recursive: true, mode: 0o700 })
+    // Media written by versions before this one were 0644 in 0755 folders: the root closes them all.
+    await chmod(this.root, 0o700)
     for (const name of await readdir(this.staging)) {
       if (!this.owner.isAlive(name.slice(0, name.indexOf('.')))) await rm(join(this.staging, name), { force: true })
     }
@@ -81,7 +83,7 @@ class FileWriter implements ObjectWriter {
   async complete (rest: Uint8Array): Promise<{ uri: string, etag: string }> {
     await this.part(rest)
     await (await this.opened()).close()
-    await mkdir(dirname(this.path), { recursive: true })
+    await mkdir(dirname(this.path), { recursive: true, mode: 0o700 })
     await rename(this.partial, this.path)
     return { uri: `file://${this.path}`, etag: '' }
   }
@@ -93,7 +95,8 @@ class FileWriter implements ObjectWriter {
 
   private opened (): Promise<FileHandle> {
     if (this.file === undefined) {
-      this.file = open(this.partial, 'w')
+      // Media are the tenants' own: no other user of the machine reads them, whatever the umask.
+      this.file = open(this.partial, 'w', 0o600)
       this.file.catch(() => undefined)
     }
     return this.file
