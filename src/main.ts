@@ -162,7 +162,7 @@ export async function startGateway (config: Config, log: Logger): Promise<Gatewa
 
   if (roles.has('frontdoor')) {
     const harnessUrl = config.harnessUrl ?? `http://127.0.0.1:${harnessPort ?? config.harnessPort}`
-    new FrontDoor(config, auth!.keys, harnessUrl).routes().forEach(r => main!.route(r))
+    new FrontDoor(config, auth!.keys, harnessUrl, auth!.revocation).routes().forEach(r => main!.route(r))
   }
 
   port = main ? await main.listen(config.host, config.port, { exclusive, setting: 'PORT' }) : undefined

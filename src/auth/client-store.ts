@@ -9,6 +9,8 @@ export interface Client {
   readonly scopes: readonly string[]
   readonly tenant: string
   readonly created_at?: string
+  /** Set only where the secret hash cannot name the credential (revocation.ts); never stored. */
+  readonly generation?: string
 }
 
 /**

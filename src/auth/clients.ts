@@ -56,11 +56,13 @@ export class ClientRegistry {
       if (problem !== undefined) throw new ConfigError(`AUTH_CLIENTS_FILE ${file}: ${problem} (docs/identifiers.md)`)
       let secretHash = e.client_secret_hash
       if (secretHash !== undefined && !isSecretHash(secretHash)) throw new ConfigError(`AUTH_CLIENTS_FILE ${file}: client ${e.client_id} has a malformed client_secret_hash`)
+      // Hashed with a fresh salt by each process: its hash names no credential that workers or restarts share.
+      const plain = secretHash === undefined ? { generation: 'file' } : {}
       if (secretHash === undefined) {
         log.warn({ client_id: e.client_id }, 'AUTH_CLIENTS_FILE holds a plain client_secret; use client_secret_hash outside development')
         secretHash = await hash(e.client_secret!)
       }
-      this.fromFile.set(e.client_id, { client_id: e.client_id, client_secret_hash: secretHash, audiences: e.audiences, scopes: e.scopes, tenant: e.tenant ?? e.client_id })
+      this.fromFile.set(e.client_id, { client_id: e.client_id, client_secret_hash: secretHash, audiences: e.audiences, scopes: e.scopes, tenant: e.tenant ?? e.client_id, ...plain })
     }
   }
 
@@ -79,7 +81,9 @@ export class ClientRegistry {
   async put (client: Client): Promise<void> {
     const problem = clientIdentityProblem(client.client_id, client.tenant)
     if (problem !== undefined) throw new Error(problem)
-    await this.store.put(client)
+    // A stored client's generation is its secret hash's (a file client's fixed one would outlive a rotation).
+    const { generation: _, ...stored } = client
+    await this.store.put(stored)
   }
 
   /** False when the client is not in the store (file clients are changed in their file). */

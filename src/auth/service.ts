@@ -12,6 +12,7 @@ import { KeyStore } from './keys.js'
 import { KeyWrap } from './key-wrap.js'
 import { loginBody, parseLoginRequest } from './login-request.js'
 import { clientAddress, LoginThrottle, networkPrefix } from './rate-limit.js'
+import { Revocation } from './revocation.js'
 import { CLEAN, SUSPECT } from './scrypt-pool.js'
 import { issueToken, TokenVerifier } from './tokens.js'
 
@@ -32,6 +33,8 @@ export class AuthService {
   readonly clients: ClientRegistry
   readonly keys: KeyStore
   readonly verifier: TokenVerifier
+  /** Whether a token of this service's is still its client's (the front door checks user tokens with it). */
+  readonly revocation: Revocation
   private readonly credentials: Credentials
   private readonly throttle: LoginThrottle
   private readonly addressHeader: string | undefined
@@ -52,7 +55,8 @@ export class AuthService {
     this.throttle = new LoginThrottle({ perClient: config.authMaxFailures, perAddress: config.authAddressMaxFailures, perPrefix: config.authPrefixMaxFailures, windowMs: config.authFailureWindowS * 1000 })
     this.addressHeader = config.authClientAddressHeader?.toLowerCase()
     const external = config.idpIssuer && config.idpJwksUrl ? { issuer: config.idpIssuer, jwksUrl: config.idpJwksUrl } : undefined
-    this.verifier = new TokenVerifier(this.keys, { issuer: config.authIssuer, audiences: config.authAudience, external })
+    this.revocation = new Revocation(clientId => this.clients.get(clientId))
+    this.verifier = new TokenVerifier(this.keys, { issuer: config.authIssuer, audiences: config.authAudience, external, revocation: this.revocation })
   }
 
   async start (): Promise<void> {

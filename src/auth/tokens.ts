@@ -5,6 +5,7 @@ import { isStorageId, STORAGE_ID_RULE } from '../validation/index.js'
 import type { Client } from './clients.js'
 import { bearerToken, TOKEN_LEEWAY_S, verifyJwt } from './jwt.js'
 import type { KeyStore } from './keys.js'
+import { credentialGeneration, GENERATION_CLAIM, type Revocation } from './revocation.js'
 import { tenantKey } from './tenant.js'
 
 export interface IssuedToken {
@@ -34,7 +35,7 @@ export async function issueToken (keys: KeyStore, client: Client, audience: stri
   const scope = client.scopes.join(' ')
   // On the key store's clock, the cluster's (S3's), as the ingest check is: not this machine's.
   const iat = Math.floor(keys.now() / 1000)
-  const accessToken = await new SignJWT({ client_id: client.client_id, scope, tenant: client.tenant })
+  const accessToken = await new SignJWT({ client_id: client.client_id, scope, tenant: client.tenant, [GENERATION_CLAIM]: credentialGeneration(client) })
     .setProtectedHeader({ alg: 'RS256', kid, typ: 'JWT' })
     .setIssuer(issuer)
     .setSubject(client.client_id)
@@ -55,6 +56,8 @@ export interface VerifierOptions {
   cacheSize?: number
   /** The key store's clock (the cluster's) by default, the one tokens are issued on. */
   now?: () => number
+  /** Refuses this service's tokens of a client removed or rotated since (revocation.ts). */
+  revocation?: Revocation | undefined
 }
 
 /** Characters of an Authorization header that key its cache entry: a signature's last ones, effectively random. */
@@ -99,7 +102,7 @@ export class TokenVerifier {
     const key = authorization?.slice(-CACHE_KEY_CHARS)
     const entry = key === undefined ? undefined : this.cache.get(key)
     if (entry !== undefined && entry.header === authorization) {
-      if (((entry.claims.exp ?? 0) + TOKEN_LEEWAY_S) * 1000 > this.now()) return this.granted(entry, scope)
+      if (((entry.claims.exp ?? 0) + TOKEN_LEEWAY_S) * 1000 > this.now()) return this.current(this.granted(entry, scope))
       this.cache.delete(key!)
     }
     const token = bearerToken(authorization)
@@ -107,8 +110,25 @@ export class TokenVerifier {
       const fresh = { header: authorization!, claims, scopes: new Set(claims.scope.split(' ')) }
       if (!this.cache.has(key!) && this.cache.size >= this.cacheSize) this.cache.delete(this.cache.keys().next().value!)
       this.cache.set(key!, fresh)
-      return this.granted(fresh, scope)
+      return this.current(this.granted(fresh, scope))
     })
+  }
+
+  /**
+   * The claims while their client still holds the credential they were
+   * issued for; checked on every use, cached or not, so a revoked token is
+   * refused even if it was verified (and cached) before.
+   */
+  current (claims: TokenClaims): TokenClaims | Promise<TokenClaims> {
+    if (this.options.revocation === undefined || !this.isOwn(claims.iss)) return claims
+    const checked = this.options.revocation.check(claims)
+    return checked instanceof Promise ? checked.then(() => claims) : claims
+  }
+
+  /** Issued by this service (or a node of its cluster), not by the external issuer. */
+  private isOwn (iss: string): boolean {
+    const external = this.options.external
+    return iss === this.options.issuer || external === undefined || iss !== external.issuer
   }
 
   private granted (entry: Verified, scope: string): TokenClaims {

@@ -1,4 +1,4 @@
-import { bearerToken, signTenantAssertion, TENANT_ASSERTION_HEADER, type KeyStore } from '../auth/index.js'
+import { bearerToken, signTenantAssertion, TENANT_ASSERTION_HEADER, type KeyStore, type Revocation } from '../auth/index.js'
 import type { Config } from '../config/index.js'
 import { proxy, upstreamOf, type RequestContext, type Route, type Upstream } from '../http/index.js'
 import { refusal } from '../errors.js'
@@ -36,7 +36,8 @@ export class FrontDoor {
   private readonly caller: CallerSettings
   private readonly upstream: Upstream
 
-  constructor (private readonly config: Config, private readonly keys: KeyStore, harnessUrl: string) {
+  /** `revocation`: this service's user tokens of a client removed or rotated since are refused. */
+  constructor (private readonly config: Config, private readonly keys: KeyStore, harnessUrl: string, private readonly revocation?: Revocation) {
     this.orgs = loadOrgs(config.orgsFile)
     this.caller = {
       rs256: config.frontdoorJwksUrl ? remoteKeys(config.frontdoorJwksUrl) : keys.getKey,
@@ -76,6 +77,7 @@ export class FrontDoor {
 
   private async vouch (ctx: RequestContext, route: FrontedRoute, rest: string): Promise<Pass> {
     const caller = await verifyCaller(ctx.headers['authorization'], this.caller)
+    if (caller.alg === 'RS256' && this.config.frontdoorJwksUrl === undefined) await this.revocation?.check(caller.claims)
     const org = this.orgs.get(ctx.params['slug']!)
     const member = (id: unknown): boolean => typeof id === 'string' && org!.members.has(id)
     if (!org || !(member(caller.claims.sub) || member(caller.claims['client_id']))) throw refusal('not_a_member:org')
