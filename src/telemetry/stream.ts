@@ -1,7 +1,7 @@
 import type * as UWS from 'uWebSockets.js'
 import type { Logger } from 'pino'
 import { Gauge, type Registry } from 'prom-client'
-import type { TokenClaims, TokenVerifier } from '../auth/index.js'
+import { CREDENTIAL_CHECK_MS, type TokenClaims, type TokenVerifier } from '../auth/index.js'
 import type { MicroBatcher, OutgoingMessage, Settled } from '../bus/index.js'
 import { GatewayError, toGatewayError } from '../errors.js'
 import { errorBody, parseQuery, statusLine } from '../http/index.js'
@@ -165,6 +165,16 @@ export class TelemetryStream {
       conn.timers.push(setTimeout(arm, Math.min(left, 2 ** 31 - 1)))
     }
     arm()
+    // A stream outlives the check at its upgrade: its client removed or rotated, it ends as an expired one does.
+    const revoked = (err: unknown): void => this.drain(conn, TOKEN_EXPIRED, 'token revoked', toGatewayError(err))
+    conn.timers.push(setInterval(() => {
+      try {
+        const current = this.verifier.current(conn.claims)
+        if (current instanceof Promise) current.catch(revoked)
+      } catch (err) {
+        revoked(err)
+      }
+    }, CREDENTIAL_CHECK_MS))
     if (this.draining) this.drain(conn, GOING_AWAY, 'server shutting down', new GatewayError('shutting_down', 'server is shutting down'))
   }
 

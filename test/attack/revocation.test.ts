@@ -2,6 +2,7 @@ import t from 'tap'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { WebSocket } from 'undici'
 import '../helpers/no-keepalive.js'
 import { runGateway, spawnGateway } from '../helpers/child.js'
 import { addClient, startCluster } from '../helpers/cluster.js'
@@ -36,6 +37,17 @@ async function frontDoor (url: string, token: string): Promise<number> {
   return (await fetch(`${url}/api/v1/orgs/acme/harness/runs`, { headers: { authorization: `Bearer ${token}` } })).status
 }
 
+/** A telemetry stream opened with `token`; resolves with its close code once the server closes it. */
+async function openStream (url: string, token: string): Promise<{ closed: Promise<number> }> {
+  const ws = new WebSocket(`${url.replace('http', 'ws')}/v1/asset/track:stream`, { headers: { authorization: `Bearer ${token}`, 'x-stream-id': 'revocation' } } as any)
+  const closed = new Promise<number>(resolve => ws.addEventListener('close', e => resolve(e.code)))
+  await new Promise<void>((resolve, reject) => {
+    ws.addEventListener('open', () => resolve())
+    ws.addEventListener('error', () => reject(new Error('upgrade refused')))
+  })
+  return { closed }
+}
+
 const cli = async (env: Record<string, string>, ...args: string[]): Promise<Client> => {
   const { code, stdout, stderr } = await runGateway(['clients', ...args], env)
   if (code !== 0) throw new Error(`gateway clients ${args.join(' ')}: ${stderr}`)
@@ -50,7 +62,7 @@ for (const workers of ['1', '2']) {
     writeFileSync(orgsFile, JSON.stringify({ acme: { tenant: 'acme-t', members: ['cam-revoked', 'cam-honest'] } }))
     t.teardown(() => rmSync(orgsFile, { force: true }))
     const env = { DATA_DIR: dataDir }
-    const add = (id: string): Promise<Client> => cli(env, 'add', id, '--audience', 'evidence-gateway', '--scope', 'stream:write')
+    const add = (id: string): Promise<Client> => cli(env, 'add', id, '--audience', 'evidence-gateway', '--scope', 'stream:write', '--scope', 'asset:track:write')
     const revoked = await add('cam-revoked')
     const honest = await add('cam-honest')
     const child = spawnGateway(t, ['start'], { ...env, WORKERS: workers, ORGS_FILE: orgsFile, LOG_LEVEL: 'info' })
@@ -62,6 +74,7 @@ for (const workers of ['1', '2']) {
     const other = await login(url, honest)
     t.same(await checks(url, used), Array(8).fill(400), 'before: the token is accepted on every worker')
     t.equal(await frontDoor(url, used), 200, 'and at the front door')
+    const stream = await openStream(url, used)
 
     const rotated = await cli(env, 'rotate', 'cam-revoked')
     const since = performance.now()
@@ -69,6 +82,7 @@ for (const workers of ['1', '2']) {
     t.comment(`rotate: the old token refused everywhere ${Math.round(performance.now() - since)} ms after the command`)
     t.same(await checks(url, unused), Array(8).fill(401), 'a token issued before the rotation and never used: refused')
     t.equal(await frontDoor(url, used), 401, 'the front door refuses it too')
+    t.equal(await stream.closed, 4401, 'a telemetry stream opened with it is closed as for an expired token')
     const fresh = await login(url, rotated)
     t.same(await checks(url, fresh), Array(8).fill(400), 'a token of the new secret is accepted')
     const others = await checks(url, other)

@@ -11,7 +11,9 @@ export type Dialect = 'oauth' | 'telemetry' | 'evidence' | 'harness' | 'plain'
 /** The spec's 401 details on the harness (and the front door, which uses its strings). */
 export const HARNESS_401 = new Set([
   'missing Bearer token', 'empty Bearer token', 'auth_failed:malformed', 'auth_failed:invalid_signature',
-  'auth_failed:expired', 'auth_failed:wrong_issuer', 'auth_failed:wrong_audience', 'auth_failed:tenant_unresolved'
+  'auth_failed:expired', 'auth_failed:wrong_issuer', 'auth_failed:wrong_audience', 'auth_failed:tenant_unresolved',
+  // Beside the spec's: a token of a client removed or rotated since (docs/auth.md).
+  'auth_failed:revoked'
 ])
 
 const OAUTH_ERRORS = new Set(['invalid_request', 'unsupported_grant_type', 'access_denied', 'slow_down', 'temporarily_unavailable'])
