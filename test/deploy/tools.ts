@@ -63,7 +63,7 @@ export function parseManifests (text: string): Manifest[] {
 export const knownVariables = new Set<string>([...variables.map(v => v.name), 'AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY', 'AWS_REGION'])
 
 /** Variables whose value is a secret: never written into a deployment file. */
-export const secretVariables = ['HARNESS_TENANT_ASSERTION_SECRET', 'AWS_SECRET_ACCESS_KEY', 'KAFKA_PASSWORD', 'FRONTDOOR_HS256_SECRET', 'HARNESS_LLM_API_KEY']
+export const secretVariables = ['HARNESS_TENANT_ASSERTION_SECRET', 'AWS_SECRET_ACCESS_KEY', 'KAFKA_PASSWORD', 'FRONTDOOR_HS256_SECRET', 'HARNESS_LLM_API_KEY', 'METRICS_TOKEN']
 
 export function defaultOf (name: string): unknown {
   const v = variables.find(v => v.name === name) as { default?: unknown } | undefined
