@@ -6,7 +6,7 @@ import { createBus, createKafkaClient, measurePublish } from './bus/index.js'
 import { SharedDocuments } from './cluster/index.js'
 import { isCluster, isLoopbackHost, startupStep, type Config } from './config/index.js'
 import { HttpServer, bodyBudget, browserGuard, loadUws, type HttpServerOptions } from './http/index.js'
-import { IdleCollector, Readiness, buildInfo, cachedMetrics, capYoungGeneration, disablePretenuring, metricsSource, opsOpenApi, opsRoutes, openApiRoute, workerSlot, type OpenApiPart } from './ops/index.js'
+import { IdleCollector, Readiness, buildInfo, coalescedMetrics, capYoungGeneration, disablePretenuring, metricsSource, opsOpenApi, opsRoutes, openApiRoute, workerSlot, type OpenApiPart } from './ops/index.js'
 import { EvidenceService, LocalLedger, PUBLISH_WAIT_MS, SharedLedger, evidenceOpenApi, type EvidenceLedger } from './evidence/index.js'
 import { consoleRoutes } from './console/index.js'
 import { FrontDoor, frontDoorOpenApi } from './frontdoor/index.js'
@@ -32,7 +32,7 @@ export async function startGateway (config: Config, log: Logger): Promise<Gatewa
   const registry = new Registry()
   collectDefaultMetrics({ register: registry })
   buildInfo(registry, uwsBuild)
-  const metrics = cachedMetrics(metricsSource(registry))
+  const metrics = coalescedMetrics(metricsSource(registry))
   const metricsAccess = { token: config.metricsToken, addressHeader: config.authClientAddressHeader }
   if (roles.has('harness') && !config.svcHarnessAuthEnabled && !isLoopbackHost(config.host)) {
     log.warn({ host: config.host }, 'HARNESS_ALLOW_OPEN=true: /runs* take no token and listen beyond loopback')

@@ -1,6 +1,6 @@
 export { Readiness, type Probe, type ComponentState } from './readiness.js'
 export { opsRoutes } from './routes.js'
-export { cachedMetrics, isLoopbackAddress, type MetricsAccess } from './metrics-access.js'
+export { coalescedMetrics, isLoopbackAddress, type MetricsAccess } from './metrics-access.js'
 export { createLogger } from './logger.js'
 export { openApiRoute, type OpenApiPart } from './openapi.js'
 export { opsOpenApi } from './openapi-ops.js'

@@ -4,13 +4,6 @@ import { GatewayError, unauthorized } from '../errors.js'
 import type { RequestContext } from '../http/index.js'
 import type { MetricsSource } from './worker-link.js'
 
-/**
- * How long one collection of `/metrics` is served again: a scrape every few
- * seconds sees at most this much staleness, and a caller asking a thousand
- * times a second costs one collection (a collection costs about 15 `/health`).
- */
-export const METRICS_CACHE_MS = 1_000
-
 /** Who may read `/metrics`: the holder of METRICS_TOKEN, or without one a caller on this machine. */
 export interface MetricsAccess {
   token?: string | undefined
@@ -57,20 +50,20 @@ function digest (text: string): Buffer {
   return createHash('sha256').update(text).digest()
 }
 
-/** `source`, collected at most once per `ttlMs`; callers during a collection share it. */
-export function cachedMetrics (source: MetricsSource, ttlMs = METRICS_CACHE_MS): MetricsSource {
-  let last: { text: Promise<string>, at: number } | undefined
+/**
+ * `source`, one collection at a time: callers that come while one runs share
+ * its text, so a flood costs one collection after another (each about fifteen
+ * `/health`), never one per request. Not kept past its collection: a reader
+ * that has just made a request sees it counted (a cache of a second would
+ * show an operator, or a test, figures older than its own request).
+ */
+export function coalescedMetrics (source: MetricsSource): MetricsSource {
+  let running: Promise<string> | undefined
   return {
     contentType: source.contentType,
     text () {
-      const now = performance.now()
-      if (last === undefined || now - last.at >= ttlMs) {
-        const text = source.text()
-        last = { text, at: now }
-        // A failed collection is not served again.
-        text.catch(() => { if (last?.text === text) last = undefined })
-      }
-      return last.text
+      running ??= source.text().finally(() => { running = undefined })
+      return running
     }
   }
 }

@@ -15,12 +15,21 @@ t.test('WORKERS=2 on the local bus: /metrics covers both, a worker killed -9 com
 })
 
 t.test('a worker that cannot start stops the supervisor, which exits 1', async t => {
-  // A listener without SO_REUSEPORT: uWS cannot share its port.
+  const dir = t.testdir({ 'not-a-key.pem': 'not a PEM key' })
+  // Read by each worker as it starts, after the supervisor has checked the configuration and the ports.
+  const gw = spawnGateway(t, ['start'], { DATA_DIR: dir, WORKERS: '2', AUTH_SIGNING_KEY_FILE: `${dir}/not-a-key.pem` })
+  t.equal(await gw.exit, 1)
+  t.ok(gw.lines.some(l => l['msg'] === 'worker failed to start'), 'the supervisor says why')
+})
+
+t.test('a port in use stops the supervisor before it forks, naming the port', async t => {
+  // A listener without SO_REUSEPORT: the workers could not share its port, nor should they join a gateway's.
   const taken = createServer()
   await new Promise<void>(resolve => taken.listen(0, '127.0.0.1', resolve))
   t.teardown(() => { taken.close() })
-  const dir = t.testdir()
-  const gw = spawnGateway(t, ['start'], { DATA_DIR: dir, WORKERS: '2', PORT: String((taken.address() as AddressInfo).port) })
+  const port = (taken.address() as AddressInfo).port
+  const gw = spawnGateway(t, ['start'], { DATA_DIR: t.testdir(), WORKERS: '2', PORT: String(port) })
   t.equal(await gw.exit, 1)
-  t.ok(gw.lines.some(l => l['msg'] === 'worker failed to start'), 'the supervisor says why')
+  t.match(gw.stderr(), `EADDRINUSE: PORT=${port} on 127.0.0.1`)
+  t.notOk(gw.lines.some(l => l['msg'] === 'gateway listening'), 'no worker started')
 })
