@@ -1,4 +1,4 @@
-import { GatewayError } from '../errors.js'
+import { GatewayError, refusal } from '../errors.js'
 import type { Headers } from './context.js'
 
 export interface BrowserGuardOptions {
@@ -48,13 +48,13 @@ export function browserGuard (options: BrowserGuardOptions): BrowserGuard {
     const host = headers['host']
     if (host !== undefined && !anyHost && !IP_LITERAL.test(host)) {
       const name = hostName(host)
-      if (name !== 'localhost' && !name.endsWith('.localhost') && !hosts.has(name)) return new GatewayError('forbidden', 'host_not_allowed')
+      if (name !== 'localhost' && !name.endsWith('.localhost') && !hosts.has(name)) return refusal('host_not_allowed')
     }
     const origin = headers['origin']
     if (origin !== undefined) {
       const o = origin.toLowerCase()
       const own = host !== undefined && (o === `http://${host.toLowerCase()}` || o === `https://${host.toLowerCase()}`)
-      if (!own && !origins.has(o)) return new GatewayError('forbidden', 'origin_not_allowed')
+      if (!own && !origins.has(o)) return refusal('origin_not_allowed')
     }
     if (method === 'POST' && !JSON_TYPE.test(headers['content-type'] ?? '') && headers['authorization'] === undefined && headers['x-svc-tenant-client-id'] === undefined) {
       return new GatewayError('unsupported_media_type', 'unsupported_media_type: Content-Type must be application/json', { headers: { 'accept-post': 'application/json' } })
