@@ -45,13 +45,14 @@ export class StartupError extends Error {
 /**
  * Runs one start-up step; its failure becomes a StartupError saying `what`
  * could not be done, why (the cause's message, or its name and HTTP status
- * where an SDK gives no message), and `fix`.
+ * where an SDK gives no message), and `fix`. A ConfigError passes unchanged.
  */
 export async function startupStep<T> (what: string, fix: string, step: () => T | Promise<T>): Promise<T> {
   try {
     return await step()
   } catch (err) {
-    if (err instanceof StartupError) throw err
+    // A configuration verdict already names the setting and what is wrong with it.
+    if (err instanceof StartupError || err instanceof ConfigError) throw err
     throw new StartupError(`${what}: ${causeOf(err)}; ${fix}`, err)
   }
 }
