@@ -1,6 +1,6 @@
 import type { Logger } from 'pino'
 import { Registry, collectDefaultMetrics } from 'prom-client'
-import { AuthService, authOpenApi, LmdbClientStore, LmdbKeyVault, SharedClientStore, SharedKeyVault, type AuthStores } from './auth/index.js'
+import { AuthService, authOpenApi, LmdbClientStore, LmdbKeyVault, Revocation, SharedClientStore, SharedKeyVault, type AuthStores } from './auth/index.js'
 import { hostname } from 'node:os'
 import { createBus, createKafkaClient, measurePublish } from './bus/index.js'
 import { SharedDocuments } from './cluster/index.js'
@@ -135,7 +135,9 @@ export async function startGateway (config: Config, log: Logger): Promise<Gatewa
       const port = await peer.listen(config.host, config.harnessPeerPort === 0 ? 0 : config.harnessPeerPort + (workerSlot() ?? 1) - 1, { exclusive: true, setting: 'HARNESS_PEER_PORT' })
       cluster = { kafka: await createKafkaClient(config, log), url: `http://${advertisedHost(config)}:${port}` }
     }
-    const harness = new HarnessService(config, state, bus, log, incarnation, registry, cluster)
+    // A process without the auth role still reads the client store its node (or cluster) shares.
+    const revocation = auth?.revocation ?? new Revocation(clientId => authStores.clients.get(clientId))
+    const harness = new HarnessService(config, state, bus, log, incarnation, registry, cluster, revocation)
     await harness.start()
     stoppers.push(() => harness.stop())
     closing.push(() => harness.closeWatchers())

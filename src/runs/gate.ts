@@ -1,5 +1,5 @@
 import { createRemoteJWKSet, type JWTVerifyGetKey } from 'jose'
-import { bearerToken, TENANT_ASSERTION_HEADER, verifyJwt, verifyTenantAssertion } from '../auth/index.js'
+import { bearerToken, TENANT_ASSERTION_HEADER, verifyJwt, verifyTenantAssertion, type Revocation } from '../auth/index.js'
 import type { Headers } from '../http/index.js'
 import { unauthorized } from '../errors.js'
 import { TENANT_HEADER } from '../harness-api/index.js'
@@ -15,6 +15,12 @@ export interface GateSettings {
   audience?: string | undefined
   /** HARNESS_TENANT_ASSERTION_SECRET: when set, a tenant header counts only with the front door's assertion. */
   tenantAssertionSecret?: string | undefined
+  /**
+   * When the identity provider is this service (IDP_ISSUER is AUTH_ISSUER),
+   * its tokens of a client removed or rotated since are refused here as on
+   * every other port, not left to live out their lifetime.
+   */
+  revocation?: { ownIssuer: string, check: Revocation['check'] } | undefined
 }
 
 /**
@@ -50,7 +56,11 @@ export class HarnessGate {
   tenant (headers: Headers): string | Promise<string> {
     if (!this.settings.enabled) return this.tenantOf(headers)
     return verifyJwt(bearerToken(headers['authorization']), this.keys!, { algorithms: ['RS256'], issuer: this.settings.issuer!, audience: this.settings.audience!, leewayS: LEEWAY_S })
-      .then(() => this.tenantOf(headers))
+      .then(async claims => {
+        const revocation = this.settings.revocation
+        if (revocation !== undefined && claims.iss === revocation.ownIssuer) await revocation.check(claims)
+        return this.tenantOf(headers)
+      })
   }
 
   /**

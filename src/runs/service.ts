@@ -1,6 +1,7 @@
 import type { Kafka } from 'kafkajs'
 import type { Logger } from 'pino'
 import type { Registry } from 'prom-client'
+import type { Revocation } from '../auth/index.js'
 import type { FollowableBus } from '../bus/index.js'
 import type { Config } from '../config/index.js'
 import { type Reply, type RequestContext, type Route } from '../http/index.js'
@@ -69,9 +70,17 @@ export class HarnessService {
   private readonly log: Logger
 
   /** `log` is the process's: the service's own lines are `component: harness`, its parts' their own (one `component` per line). */
-  constructor (private readonly config: Config, state: StateStore, private readonly bus: FollowableBus, log: Logger, self: HarnessProcess, registry?: Registry, cluster?: HarnessCluster) {
+  /** `revocation`: this service's own tokens (issuer AUTH_ISSUER) of a client removed or rotated since are refused. */
+  constructor (private readonly config: Config, state: StateStore, private readonly bus: FollowableBus, log: Logger, self: HarnessProcess, registry?: Registry, cluster?: HarnessCluster, revocation?: Revocation) {
     this.log = log.child({ component: 'harness' })
-    this.gate = new HarnessGate({ enabled: config.svcHarnessAuthEnabled, issuer: config.idpIssuer, jwksUrl: config.idpJwksUrl, audience: config.idpRs256Audience, tenantAssertionSecret: config.harnessTenantAssertionSecret })
+    this.gate = new HarnessGate({
+      enabled: config.svcHarnessAuthEnabled,
+      issuer: config.idpIssuer,
+      jwksUrl: config.idpJwksUrl,
+      audience: config.idpRs256Audience,
+      tenantAssertionSecret: config.harnessTenantAssertionSecret,
+      revocation: revocation && { ownIssuer: config.authIssuer, check: claims => revocation.check(claims) }
+    })
     this.keysLoaded = !config.svcHarnessAuthEnabled
     this.streams = new StreamBudget(config.harnessMaxStreams, config.harnessMaxStreamsPerTenant)
     this.replays = new ReplayBudget(config.harnessReplayBufferBytes)

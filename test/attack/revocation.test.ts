@@ -8,6 +8,7 @@ import { runGateway, spawnGateway } from '../helpers/child.js'
 import { addClient, startCluster } from '../helpers/cluster.js'
 import { login } from '../helpers/gateway.js'
 import { eventually } from '../helpers/http.js'
+import { freePort, selfTrustingHarness } from '../helpers/ports.js'
 import { sharedInfra } from '../helpers/infra.js'
 import { multipartBody, postEvidence } from '../helpers/multipart.js'
 
@@ -99,6 +100,36 @@ for (const workers of ['1', '2']) {
     t.equal(await frontDoor(url, other), 200)
   })
 }
+
+t.test('row 7: the harness port, trusting this service as its identity provider, refuses a rotated client\'s tokens too', async t => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'gw-revoke-harness-'))
+  t.teardown(() => rmSync(dataDir, { recursive: true, force: true }))
+  const orgsFile = join(dataDir, '..', `harness-${Date.now()}-orgs.json`)
+  writeFileSync(orgsFile, JSON.stringify({}))
+  t.teardown(() => rmSync(orgsFile, { force: true }))
+  const env = { DATA_DIR: dataDir }
+  const add = (id: string): Promise<Client> => cli(env, 'add', id, '--audience', 'harness', '--scope', 'stream:write')
+  const revoked = await add('agent-revoked')
+  const honest = await add('agent-honest')
+  const child = spawnGateway(t, ['start'], { ...env, ...selfTrustingHarness(await freePort(), orgsFile), LOG_LEVEL: 'info' })
+  const listening = await child.waitFor('gateway listening')
+  const url = `http://127.0.0.1:${listening['port'] as number}`
+  const harness = `http://127.0.0.1:${listening['harnessPort'] as number}`
+  const runs = async (token: string): Promise<[number, string]> => {
+    const res = await fetch(`${harness}/runs`, { headers: { authorization: `Bearer ${token}`, 'x-svc-tenant-client-id': 'agents' } })
+    return [res.status, await res.text()]
+  }
+  const used = await login(url, revoked, 'harness')
+  const other = await login(url, honest, 'harness')
+  t.equal((await runs(used))[0], 200, 'before: the harness accepts the token')
+
+  await cli(env, 'rotate', 'agent-revoked')
+  const since = performance.now()
+  const [status, body] = await eventually(() => runs(used), ([s]) => s === 401, 15_000)
+  t.comment(`the harness refused the old token ${Math.round(performance.now() - since)} ms after the command`)
+  t.same([status, JSON.parse(body)], [401, { detail: 'auth_failed:revoked' }])
+  t.equal((await runs(other))[0], 200, 'another client of the same issuer still accepted')
+})
 
 t.test('row 7: across the nodes of a cluster, a rotation made on one refuses the old token on all', async t => {
   const infra = sharedInfra(t)
