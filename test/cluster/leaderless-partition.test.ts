@@ -110,6 +110,7 @@ t.test('one partition of the runs topic without a leader: telemetry goes on, run
   t.comment(`telemetry before the outage: ${figures(before)}`)
   t.comment(`telemetry while runs partition ${LEADERLESS} had no leader: ${figures(outage)}`)
   const refusedRecords = outage.filter(a => a.status !== 200)
+  if (refusedRecords.length > 0) t.comment(`refusals: ${Object.entries(refusedRecords.reduce<Record<string, number>>((n, a) => ({ ...n, [a.body ?? '']: (n[a.body ?? ''] ?? 0) + 1 }), {})).map(([body, n]) => `${n} × ${body.slice(0, 300)}`).join('; ')}`)
   if (refusedRecords.length > 0) t.comment(`the gateway's warnings: ${[...new Set(node.child.lines.filter(l => Number(l['level']) >= 40).map(l => `${String(l['msg'])} ${JSON.stringify(l['err'] ?? '')}`.slice(0, 300)))].join('; ')}`)
   // On a machine starved of CPU the readiness probe can miss its deadline for a moment, and the
   // records of that moment are 503s the client retries; telemetry blocked behind runs answers
