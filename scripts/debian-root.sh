@@ -58,7 +58,9 @@ PACKAGES="ca-certificates curl openjdk-21-jre-headless chromium faketime"
 # Bumped when the recipe changes in a way the package list does not show.
 RECIPE=1
 
-CACHE="${GATEWAY_INFRA_CACHE:-$HOME/.cache/evidence-gateway-infra}"
+SCRIPT_NAME=debian-root
+# shellcheck source=scripts/common.sh
+. "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 MIRROR="${GATEWAY_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
 STAMP="$(printf '%s %s %s' "$SUITE" "$PACKAGES" "$RECIPE" | sha256sum | cut -c1-12)"
@@ -68,9 +70,6 @@ NODE_HOME="$CACHE/node-v$NODE_VERSION-linux-x64"
 NPM_HOME="$NODE_HOME/lib/node_modules/npm"
 IN_ROOT_PATH="$NODE_HOME/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
-log() { printf 'debian-root: %s\n' "$*" >&2; }
-die() { printf 'debian-root: ERROR: %s\n' "$*" >&2; exit 1; }
-need() { command -v "$1" >/dev/null 2>&1 || die "'$1' not found in PATH ($2)"; }
 
 # One builder at a time; a second waits and then finds the root built.
 lock_cache() {

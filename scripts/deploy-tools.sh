@@ -34,7 +34,9 @@ KUBERNETES_VALIDATE_VERSION=1.37.0
 # The chart's kubeVersion floor and the newest Kubernetes the package covers.
 KUBE_VERSIONS="1.30.0 1.37.0"
 
-CACHE="${GATEWAY_INFRA_CACHE:-$HOME/.cache/evidence-gateway-infra}"
+SCRIPT_NAME=deploy-tools
+# shellcheck source=scripts/common.sh
+. "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
 HELM_HOME="$CACHE/helm-$HELM_VERSION"
@@ -43,9 +45,6 @@ PROMTOOL_HOME="$CACHE/promtool-debian"
 KUBE_SCHEMAS_HOME="$CACHE/kube-schemas-$KUBERNETES_VALIDATE_VERSION"
 CRD_SCHEMAS_HOME="$CACHE/crd-schemas-$PROMETHEUS_OPERATOR_VERSION"
 
-log() { printf 'deploy-tools: %s\n' "$*" >&2; }
-die() { printf 'deploy-tools: ERROR: %s\n' "$*" >&2; exit 1; }
-need() { command -v "$1" >/dev/null 2>&1 || die "'$1' not found in PATH ($2)"; }
 
 # cached NAME HOME BUILD: run BUILD TMP into a folder beside HOME and move it into place with a
 # .complete marker, under the cache's lock (the one scripts/infra.sh takes), so concurrent runs build

@@ -61,7 +61,9 @@ MINIO_USER=minioadmin
 MINIO_PASS=minioadmin-secret
 S3_REGION=us-east-1
 
-CACHE="${GATEWAY_INFRA_CACHE:-$HOME/.cache/evidence-gateway-infra}"
+SCRIPT_NAME=infra
+# shellcheck source=scripts/common.sh
+. "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 RUN="${GATEWAY_INFRA_RUN:-/tmp/evidence-gateway-infra}"
 TIMEOUT="${GATEWAY_INFRA_TIMEOUT:-120}"
 KAFKA_STOP_GRACE=15 # seconds between TERM and KILL (clean shutdown = fast restart)
@@ -70,10 +72,7 @@ MINIO_STOP_GRACE=5
 KAFKA_HOME="$CACHE/kafka-$KAFKA_VERSION"
 MINIO_HOME="$CACHE/minio-$MINIO_REF"
 
-log() { printf 'infra: %s\n' "$*" >&2; }
-die() { printf 'infra: ERROR: %s\n' "$*" >&2; exit 1; }
 
-need() { command -v "$1" >/dev/null 2>&1 || die "'$1' not found in PATH ($2)"; }
 
 java_bin() {
   if [[ -n "${JAVA_HOME:-}" && -x "$JAVA_HOME/bin/java" ]]; then
