@@ -72,7 +72,8 @@ export const reasons = {
   run_cancel_pending: 'overloaded',
   runs_unavailable: 'overloaded',
   run_owner_unavailable: 'overloaded',
-  too_many_streams: 'too_many_streams'
+  too_many_streams: 'too_many_streams',
+  run_storage_limit: 'rate_limited'
 } as const satisfies Record<string, ErrorCode>
 
 export type Reason = keyof typeof reasons

@@ -125,6 +125,8 @@ export const variables = [
   { name: 'HARNESS_MAX_RUNS_IN_FLIGHT_PER_TENANT', type: 'integer', default: 1000, minimum: 1, description: 'the same, per tenant, so one tenant cannot hold all of them' },
   { name: 'HARNESS_MAX_RUNS_IN_FLIGHT_PER_ADDRESS', type: 'integer', default: 1000, minimum: 1, description: 'with harness auth off (the tenant is only a header), runs one client address may hold queued or running in one process' },
   { name: 'HARNESS_MAX_RUN_S', type: 'integer', default: 3600, minimum: 1, maximum: 604800, description: 'longest life of a run: past it the run fails with `run_timeout`' },
+  { name: 'HARNESS_TENANT_STORED_BYTES', type: 'integer', minimum: 64 * KiB, description: 'run events one tenant\'s runs may hold in a process\'s store (ended runs within `HARNESS_RETENTION_S` and runs in flight); past it a start is 429 `run_storage_limit` and a run in flight fails with it; unset, a quarter of the size of the file system `DATA_DIR` is on' },
+  { name: 'HARNESS_TENANT_WRITE_BYTES_PER_S', type: 'integer', default: 32 * MiB, minimum: 1024, description: 'the rate one tenant\'s runs may write events at, over 8 s of it; past it a start is 429 `run_storage_limit` with the wait in `Retry-After`' },
   { name: 'HARNESS_MAX_STREAMS', type: 'integer', default: 5000, minimum: 1, description: 'run streams and watch feeds one process serves at once; past it, 429 `too_many_streams`' },
   { name: 'HARNESS_MAX_STREAMS_PER_TENANT', type: 'integer', default: 100, minimum: 1, description: 'the same, per tenant' },
   { name: 'HARNESS_REPLAY_BUFFER_BYTES', type: 'integer', default: 64 * MiB, minimum: 1024 * 1024, description: 'memory all run-stream replays of a process hold in their slices at once; past it replays wait their turn' },

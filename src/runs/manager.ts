@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises'
 import type { Logger } from 'pino'
 import { ActorPool, type RunActor } from './actors.js'
 import { STEP_EVENT_TYPES } from './catalogue.js'
@@ -9,6 +10,7 @@ import type { RunHub } from './hub.js'
 import { uuidv7 } from './ids.js'
 import { isoNow } from '../ops/index.js'
 import type { RunStore } from './store.js'
+import type { TenantStorage } from './tenant-storage.js'
 import { isTerminal, type RunEvent, type RunRecord } from './types.js'
 import { refusal, type GatewayError } from '../errors.js'
 
@@ -50,6 +52,8 @@ interface ActiveRun {
   address?: string | undefined
   /** Ends the run at `RunLimits.lifetimeMs`. */
   deadline?: NodeJS.Timeout
+  /** Bytes of its events written so far (`TenantStorage`). */
+  bytes: number
   /** Made when someone first waits for the end (most runs are never waited for). */
   ended?: Promise<RunRecord>
   end?: (record: RunRecord) => void
@@ -76,6 +80,8 @@ export interface ManagerOptions {
    * again. On a single node the mode starts as the event is queued.
    */
   commitBeforeExecute?: boolean
+  /** The disk each tenant's runs may take: consulted at every start, told of every event. */
+  storage?: TenantStorage
 }
 
 export interface StartRun {
@@ -104,6 +110,7 @@ export class RunManager {
   private readonly actors = new ActorPool()
   private readonly events: EventLog
   private readonly commitBeforeExecute: boolean
+  private readonly storage: TenantStorage | undefined
 
   constructor (
     private readonly store: RunStore,
@@ -116,6 +123,7 @@ export class RunManager {
   ) {
     this.events = options.log ?? store
     this.commitBeforeExecute = options.commitBeforeExecute ?? false
+    this.storage = options.storage
   }
 
   hasMode (mode: string): boolean {
@@ -146,7 +154,7 @@ export class RunManager {
     const { total, perTenant, perAddress = Infinity } = this.limits
     const mine = this.activeByTenant.get(tenant) ?? 0
     const theirs = address === undefined ? 0 : this.activeByAddress.get(address) ?? 0
-    if (this.active.size < total && mine < perTenant && theirs < perAddress) return undefined
+    if (this.active.size < total && mine < perTenant && theirs < perAddress) return this.storage?.refusal(tenant)
     const which = mine >= perTenant ? `${perTenant} for this tenant` : theirs >= perAddress ? `${perAddress} for this client address` : `${total} in this process`
     return refusal('runs_in_flight_limit', { headers: { 'retry-after': '1' }, details: { detail: `at most ${which} queued or running` } })
   }
@@ -191,7 +199,7 @@ export class RunManager {
     }
     const actor = this.actors.take()
     const owner = eventOwner(record.run_id, record.tenant_id)
-    const run: ActiveRun = { record, owner, head: recordHead(owner, record), actor, chain: Promise.resolve(), pending: 0, stopped: false, address: input.address }
+    const run: ActiveRun = { record, owner, head: recordHead(owner, record), actor, chain: Promise.resolve(), pending: 0, stopped: false, address: input.address, bytes: 0 }
     this.active.set(record.run_id, run)
     if (input.address !== undefined) this.activeByAddress.set(input.address, (this.activeByAddress.get(input.address) ?? 0) + 1)
     const lifetime = this.limits.lifetimeMs
@@ -291,6 +299,7 @@ export class RunManager {
         emit: async (type, message, data) => {
           if (run.stopped) throw new DOMException('the run was stopped', 'AbortError')
           if (!STEP_EVENT_TYPES.has(type)) throw new Error(`mode ${input.mode} emitted an event of unknown type ${JSON.stringify(type)}`)
+          if (this.storage !== undefined) await this.makeRoom(run)
           const record = { ...run.record, last_event_id: run.record.last_event_id + 1 }
           this.commit(run, record, encodeEvent(run.owner, record.last_event_id, type, message, JSON.stringify(data), isoNow()))
           await run.chain
@@ -318,6 +327,15 @@ export class RunManager {
     return true
   }
 
+  /** Before a step: the run fails when its tenant's quota is held, and waits while its tenant's write rate is spent. */
+  private async makeRoom (run: ActiveRun): Promise<void> {
+    const tenant = run.record.tenant_id
+    const full = this.storage!.full(tenant)
+    if (full !== undefined) throw new ModeError('run_storage_limit', full)
+    const wait = this.storage!.waitMs(tenant)
+    if (wait > 0) await sleep(wait, undefined, { signal: signal(run) })
+  }
+
   /**
    * Records the event that made `record` (its id is `record.last_event_id`):
    * queues its write at once, then streams it and hands it to the relay once
@@ -327,6 +345,8 @@ export class RunManager {
   private commit (run: ActiveRun, record: RunRecord, event: RunEvent): void {
     if (run.abandoned) return
     run.record = record
+    run.bytes += event.json.length
+    this.storage?.written(record.tenant_id, event.json.length)
     const stored = this.events.append(record.run_id, event)
     // Usually every earlier event has been streamed already (a mode's emit
     // waits for its step), and then this one need only wait for its commit.
@@ -370,6 +390,7 @@ export class RunManager {
       else this.activeByAddress.delete(run.address)
     }
     this.active.delete(record.run_id)
+    this.storage?.released(record.tenant_id, run.bytes)
     const left = (this.activeByTenant.get(record.tenant_id) ?? 1) - 1
     if (left > 0) this.activeByTenant.set(record.tenant_id, left)
     else this.activeByTenant.delete(record.tenant_id)

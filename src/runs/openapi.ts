@@ -62,6 +62,8 @@ const harness = { parameters: [tenant] }
 const security = [{ bearer: [] }]
 const common = { 401: error('Token missing or invalid (the spec\'s details)') }
 const owned = { ...common, 403: error('cross_tenant_replay:run'), 404: error('run_not_found') }
+const starting = { 429: error('run_storage_limit: the tenant\'s runs hold HARNESS_TENANT_STORED_BYTES, or wrote faster than HARNESS_TENANT_WRITE_BYTES_PER_S'), 503: error('runs_in_flight_limit, runs_unavailable') }
+const streaming = { 429: error('too_many_streams: HARNESS_MAX_STREAMS_PER_TENANT or HARNESS_MAX_STREAMS') }
 
 /** The harness routes in `/openapi.json`. */
 export const harnessOpenApi = {
@@ -93,7 +95,7 @@ export const harnessOpenApi = {
         operationId: 'runAndWait', summary: 'Run and wait for the end',
         security,
         requestBody: { required: true, content: json(ref('RunRequest')) },
-        responses: { 200: { description: 'The terminal record', content: json(ref('RunRecord')) }, 202: { description: 'HARNESS_SYNC_TIMEOUT_MS passed first: the record so far', content: json(ref('RunRecord')) }, 400: error('Bad body'), 415: error('Content-Type is not application/json'), ...common }
+        responses: { 200: { description: 'The terminal record', content: json(ref('RunRecord')) }, 202: { description: 'HARNESS_SYNC_TIMEOUT_MS passed first: the record so far', content: json(ref('RunRecord')) }, 400: error('Bad body'), 415: error('Content-Type is not application/json'), ...starting, ...common }
       }
     },
     '/runs:start': {
@@ -105,6 +107,7 @@ export const harnessOpenApi = {
         responses: {
           202: { description: 'Queued', content: json({ type: 'object', properties: { run_id: { type: 'string' }, status: { const: 'queued' }, links: { type: 'object', properties: { self: { type: 'string' }, stream: { type: 'string' }, cancel: { type: 'string' } } } } }) },
           400: error('Bad body'), 415: error('Content-Type is not application/json'),
+          ...starting,
           ...common
         }
       }
@@ -116,7 +119,7 @@ export const harnessOpenApi = {
         description: 'Frames `id: <epoch>.<n>`, `event: <type>` and `data: <RunEvent>` for every lifecycle event (`run.queued`, `run.started`, `run.completed`, `run.failed`; `data.run` is the record as of it) of the tenant\'s runs. Without Last-Event-ID the first frame is `event: ready`. With one this process still keeps, exactly the missed transitions follow; with any other (a restart, or too far behind) `event: reset`: list again. Never ends by itself; a watcher too slow to keep up gets `event: error` `{"error":"stream_overflow","last_event_id"}`.',
         security,
         parameters: [{ name: 'Last-Event-ID', in: 'header', required: false, schema: { type: 'string', pattern: '^[0-9a-z]+\\.[0-9]+$' } }],
-        responses: { 200: { description: 'The feed', content: { 'text/event-stream': { schema: { type: 'string' } } } }, 400: error('Last-Event-ID is not an id of this feed'), ...common }
+        responses: { 200: { description: 'The feed', content: { 'text/event-stream': { schema: { type: 'string' } } } }, 400: error('Last-Event-ID is not an id of this feed'), ...streaming, ...common }
       }
     },
     '/runs/{id}': {
@@ -130,7 +133,7 @@ export const harnessOpenApi = {
         description: 'Frames `id: <id>`, `event: <type>`, `data: <RunEvent>`; stored events after Last-Event-ID, then live ones, until `run.completed` or `run.failed`. A subscriber too slow to keep up gets `event: error` with `{"error":"stream_overflow","run_id","last_event_id"}` and is closed.',
         security,
         parameters: [id, { name: 'Last-Event-ID', in: 'header', required: false, schema: { type: 'string', pattern: '^[0-9]+$' } }],
-        responses: { 200: { description: 'The stream', content: { 'text/event-stream': { schema: { type: 'string' } } } }, 400: error('Last-Event-ID is not a non-negative integer'), ...owned }
+        responses: { 200: { description: 'The stream', content: { 'text/event-stream': { schema: { type: 'string' } } } }, 400: error('Last-Event-ID is not a non-negative integer'), ...streaming, ...owned }
       }
     },
     '/runs/{id}/cancel': {

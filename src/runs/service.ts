@@ -1,3 +1,4 @@
+import { statfsSync } from 'node:fs'
 import type { Kafka } from 'kafkajs'
 import type { Logger } from 'pino'
 import type { Registry } from 'prom-client'
@@ -23,6 +24,7 @@ import { SingleNodeRuns } from './single.js'
 import { SseStream } from './sse.js'
 import { ReplayBudget } from './replay-budget.js'
 import { StreamBudget } from './stream-budget.js'
+import { TenantStorage } from './tenant-storage.js'
 import { RunStore } from './store.js'
 import { isTerminal, type RunRecord } from './types.js'
 import { RunFeed } from './watch.js'
@@ -95,6 +97,7 @@ export class HarnessService {
     if (cluster) {
       let manager: RunManager | undefined
       this.store = new RunStore(state, { partitionOf: runId => this.cluster!.partitionOf(runId) })
+      const storage = this.tenantStorage()
       this.cluster = new RunsCluster({
         groupId: config.harnessGroupId,
         runsTopic: config.topicRuns,
@@ -108,15 +111,21 @@ export class HarnessService {
         lingerMs: config.harnessPublishLingerMs
       }, { kafka: cluster.kafka, registry, store: this.store, manager: () => manager!, hub: this.hub, transition: event => this.feed.publish(event), log: log.child({ component: 'runs-cluster' }) })
       // Nothing to relay: the runs topic is where events are committed. The watch reads every partition's transitions from it.
-      manager = new RunManager(this.store, this.hub, modes, sink({ track () {}, add () {} }), runsLog, limits, { log: this.cluster.events, commitBeforeExecute: true })
+      manager = new RunManager(this.store, this.hub, modes, sink({ track () {}, add () {} }), runsLog, limits, { log: this.cluster.events, commitBeforeExecute: true, storage })
       this.manager = manager
       this.requests = new ClusterRequests({ cluster: this.cluster, manager, store: this.store, hub: this.hub, gate: this.gate, config, streams: this.streams, serve: (ctx, record) => this.serveRecord(ctx, record) })
     } else {
       this.store = new RunStore(state)
       this.single = new SingleNodeRuns({ config, state, bus, store: this.store, hub: this.hub, feed: this.feed, self, log })
-      this.manager = new RunManager(this.store, this.hub, modes, sink(this.single.sink()), runsLog, limits)
+      this.manager = new RunManager(this.store, this.hub, modes, sink(this.single.sink()), runsLog, limits, { storage: this.tenantStorage() })
     }
     metrics?.watch({ manager: this.manager, hub: this.hub, feed: this.feed, relay: this.single?.outbox })
+  }
+
+  private tenantStorage (): TenantStorage {
+    // Unset, one tenant may take a quarter of the disk: the others keep the rest, whatever its size.
+    const storedBytes = this.config.harnessTenantStoredBytes ?? quarterOfDisk(this.config.dataDir)
+    return new TenantStorage({ storedBytes, writeBytesPerS: this.config.harnessTenantWriteBytesPerS }, tenant => this.store.storedBytes(tenant))
   }
 
   async start (): Promise<void> {
@@ -325,4 +334,9 @@ export class HarnessService {
 function accepted (record: Pick<RunRecord, 'run_id' | 'status'>): Reply {
   const self = `/runs/${record.run_id}`
   return { status: 202, body: { run_id: record.run_id, status: record.status, links: { self, stream: `${self}/stream`, cancel: `${self}/cancel` } } }
+}
+
+function quarterOfDisk (dir: string): number {
+  const fs = statfsSync(dir)
+  return Math.floor(fs.blocks * fs.bsize / 4)
 }

@@ -49,6 +49,9 @@ export interface RunStoreOptions {
  *   what `GET /runs` pages through (`list.ts`);
  * - `runs-by-end-v1` (ended_at in ms, run_id) → tenant, written with a run's
  *   end: retention reads only the runs past it, however many runs there are;
+ * - `run-bytes-by-tenant-v1` tenant → bytes of the events of its ended runs,
+ *   added with a run's end and taken away with its removal: what the
+ *   tenant's storage quota counts (`tenant-storage.ts`);
  * - with `partitionOf`: `runs-in-flight-v1` and `runs-by-partition-v1`
  *   (partition, run_id), and `run-partitions-v1` partition → the offset of
  *   the runs topic up to which this store holds the partition.
@@ -61,6 +64,7 @@ export class RunStore {
   private readonly tenants: Database<string, [string, string]>
   private readonly ends: Database<string, EndKey>
   private readonly meta: Database<string, string>
+  private readonly tenantBytes: Database<number, string>
   private readonly inFlight: Database<string, PartitionKey> | undefined
   private readonly byPartition: Database<string, PartitionKey> | undefined
   private readonly offsets: Database<number, number> | undefined
@@ -73,6 +77,7 @@ export class RunStore {
     this.tenants = state.openDB<string, [string, string]>({ name: 'runs-by-tenant-v1', encoding: 'string' })
     this.ends = state.openDB<string, EndKey>({ name: 'runs-by-end-v1', encoding: 'string' })
     this.meta = state.openDB<string, string>({ name: 'run-store-meta', encoding: 'string' })
+    this.tenantBytes = state.openDB<number, string>({ name: 'run-bytes-by-tenant-v1' })
     this.partitionOf = options.partitionOf
     if (this.partitionOf) {
       this.inFlight = state.openDB<string, PartitionKey>({ name: 'runs-in-flight-v1', encoding: 'string' })
@@ -87,6 +92,11 @@ export class RunStore {
     return json === undefined ? undefined : this.withLastEventId(JSON.parse(json) as RunRecord)
   }
 
+  /** Bytes of the events of `tenant`'s ended runs that this store holds. */
+  storedBytes (tenant: string): number {
+    return this.tenantBytes.get(tenant) ?? 0
+  }
+
   /**
    * Queues `event` for the next commit, with the run's new record and index
    * entries when it is a lifecycle event, in one transaction. Resolves once
@@ -96,6 +106,8 @@ export class RunStore {
    */
   append (runId: string, event: RunEvent): Promise<boolean> {
     if (event.record === undefined) return this.events.put([runId, event.id], event.json)
+    // An end reads what the run wrote before it (queued, maybe not yet committed) to count it: a batch's reads do not see its writes.
+    if (TERMINAL_EVENT_TYPES.has(event.type)) return this.state.transaction(() => { this.write(runId, event); return true })
     return this.state.batch(() => this.write(runId, event))
   }
 
@@ -206,7 +218,7 @@ export class RunStore {
       await this.state.transaction(() => {
         for (const { key, tenant } of slice) {
           this.ends.remove(key)
-          this.removeRun(key[1], tenant)
+          this.removeRun(key[1], tenant, true)
           if (this.partitionOf) this.byPartition!.remove([this.partitionOf(key[1]), key[1]])
         }
       })
@@ -240,7 +252,7 @@ export class RunStore {
           const tenant = record === undefined ? undefined : OWNER_OF_RECORD.exec(record)?.[1]
           const endedAt = record === undefined ? undefined : ENDED_OF_RECORD.exec(record)?.[1]
           if (endedAt !== undefined) this.ends.remove([Date.parse(endedAt), runId])
-          this.removeRun(runId, tenant)
+          this.removeRun(runId, tenant, endedAt !== undefined)
           this.inFlight!.remove([partition, runId])
           this.byPartition!.remove([partition, runId])
         }
@@ -289,18 +301,35 @@ export class RunStore {
       if (partition !== undefined) this.byPartition!.put([partition, runId], '')
     }
     if (TERMINAL_EVENT_TYPES.has(event.type)) {
-      this.ends.put([Date.parse(ENDED_OF_RECORD.exec(event.record!)?.[1] ?? ''), runId], eventTenant(event.json) ?? '')
+      const tenant = eventTenant(event.json) ?? ''
+      this.ends.put([Date.parse(ENDED_OF_RECORD.exec(event.record!)?.[1] ?? ''), runId], tenant)
+      this.count(tenant, this.runBytes(runId))
       if (partition !== undefined) this.inFlight!.remove([partition, runId])
     } else if (partition !== undefined) {
       this.inFlight!.put([partition, runId], '')
     }
   }
 
-  /** A run's record, events and tenant entry (inside a transaction). */
-  private removeRun (runId: string, tenant: string | undefined): void {
+  /** A run's record, events and tenant entry (inside a transaction); an ended run's bytes leave its tenant's count. */
+  private removeRun (runId: string, tenant: string | undefined, ended: boolean): void {
     this.runs.remove(runId)
     if (tenant !== undefined) this.tenants.remove([tenant, runId])
+    if (tenant !== undefined && ended) this.count(tenant, -this.runBytes(runId))
     for (const key of this.events.getKeys({ start: [runId, 0], end: [runId, LAST] })) this.events.remove(key)
+  }
+
+  /** Bytes of a run's stored events (inside a transaction, its writes so far included). */
+  private runBytes (runId: string): number {
+    let bytes = 0
+    for (const { value } of this.events.getRange({ start: [runId, 0], end: [runId, LAST] })) bytes += value.length
+    return bytes
+  }
+
+  /** Adds `bytes` to the tenant's count (inside a transaction); a count never goes below nothing. */
+  private count (tenant: string, bytes: number): void {
+    const total = (this.tenantBytes.get(tenant) ?? 0) + bytes
+    if (total > 0) this.tenantBytes.put(tenant, total)
+    else this.tenantBytes.remove(tenant)
   }
 
   /** `record` with `last_event_id` set to the id of the run's newest stored event. */

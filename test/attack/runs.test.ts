@@ -87,3 +87,66 @@ t.test('row 10: in the open mode one client address naming many tenants is bound
   t.equal(honest, 202, 'a client at another address, even naming a tenant the attacker used, starts its run')
   t.comment(`honest POST /runs:start from another address: ${Math.round(performance.now() - start)} ms`)
 })
+
+/** Starts `count` echo runs of 1,000 steps with the longest message a step carries, all at once, as `name`. */
+async function startMany (url: string, name: string, count: number): Promise<string[]> {
+  const run = { message: 'x'.repeat(256), mode: 'echo', options: { steps: 1000 } }
+  return Promise.all(Array.from({ length: count }, async () => {
+    const res = await fetch(`${url}/runs:start`, { method: 'POST', headers: { ...JSON_HEADERS, ...tenant(name) }, body: JSON.stringify(run) })
+    return ((await res.json()) as { run_id: string }).run_id
+  }))
+}
+
+/** The runs' records once every one has ended, with the bytes of the events each stored. */
+async function ended (url: string, name: string, ids: string[]): Promise<Array<{ status: string, error: { code: string } | null, bytes: number }>> {
+  return Promise.all(ids.map(async id => {
+    for (;;) {
+      const record = await (await fetch(`${url}/runs/${id}`, { headers: tenant(name) })).json() as { status: string, error: { code: string } | null, events: unknown[] }
+      if (['succeeded', 'failed', 'cancelled'].includes(record.status)) return { status: record.status, error: record.error, bytes: record.events.reduce<number>((n, e) => n + JSON.stringify(e).length, 0) }
+      await new Promise(resolve => setTimeout(resolve, 200))
+    }
+  }))
+}
+
+const honestStart = (url: string): Promise<{ status: number, ms: number }> =>
+  timed(async () => fetch(`${url}/runs:start`, { method: 'POST', headers: { ...JSON_HEADERS, ...tenant('honest') }, body: JSON.stringify({ message: 'm', mode: 'echo' }) }))
+
+t.test('row 4: a tenant\'s runs stop at its stored bytes: runs in flight fail with run_storage_limit, new starts are 429; another tenant starts', async t => {
+  const quota = 2 * 1024 * 1024
+  const { harnessUrl: url } = await startTestGateway(t, { HARNESS_TENANT_STORED_BYTES: String(quota) })
+  const runs = await ended(url, 'mallory', await startMany(url, 'mallory', 12))
+  const stored = runs.reduce((n, r) => n + r.bytes, 0)
+  t.ok(runs.some(r => r.error?.code === 'run_storage_limit'), `runs failed with run_storage_limit: ${runs.filter(r => r.error?.code === 'run_storage_limit').length} of 12`)
+  t.ok(stored <= quota + 12 * 2048, `12 runs that would store ${(12 * 0.45).toFixed(1)} MB stored ${stored} bytes: the quota, and per run at most a step and its end`)
+  const refused = await fetch(`${url}/runs:start`, { method: 'POST', headers: { ...JSON_HEADERS, ...tenant('mallory') }, body: JSON.stringify({ message: 'm', mode: 'echo' }) })
+  t.equal(refused.status, 429)
+  t.equal(refused.headers.get('retry-after'), '60')
+  t.same(await refused.json(), { detail: 'run_storage_limit' })
+  const honest = await honestStart(url)
+  t.equal(honest.status, 202, 'another tenant starts')
+  t.comment(`stored-bytes quota ${quota}: the tenant's 12 runs stored ${stored} bytes; honest POST /runs:start ${honest.ms} ms`)
+})
+
+t.test('row 4: a tenant\'s runs writing faster than its rate are paced, and its starts meanwhile are 429 with the wait; another tenant starts', async t => {
+  const rate = 16 * 1024
+  const { harnessUrl: url } = await startTestGateway(t, { HARNESS_TENANT_WRITE_BYTES_PER_S: String(rate) })
+  const ids = await startMany(url, 'mallory', 4)
+  let refused: Response | undefined
+  for (let i = 0; i < 40 && refused === undefined; i++) {
+    await new Promise(resolve => setTimeout(resolve, 250))
+    const res = await fetch(`${url}/runs:start`, { method: 'POST', headers: { ...JSON_HEADERS, ...tenant('mallory') }, body: JSON.stringify({ message: 'm', mode: 'echo' }) })
+    if (res.status === 429) refused = res
+    else ids.push(((await res.json()) as { run_id: string }).run_id)
+  }
+  t.ok(refused, 'once its burst (8 s of its rate) is written, a start of the tenant is refused')
+  const wait = Number(refused?.headers.get('retry-after'))
+  t.ok(wait >= 1, `Retry-After ${wait} s: the time the tenant's deficit takes to refill`)
+  t.same(await refused?.json(), { detail: 'run_storage_limit' })
+  const honest = await honestStart(url)
+  t.equal(honest.status, 202, 'another tenant starts')
+  const paced = await (await fetch(`${url}/runs/${ids[0]}`, { headers: tenant('mallory') })).json() as { status: string, events: unknown[] }
+  t.equal(paced.status, 'running', 'the runs go on, slowed to the rate, not failed')
+  t.ok(paced.events.length < 1000, `${paced.events.length} of its events written so far`)
+  for (const id of ids) await fetch(`${url}/runs/${id}/cancel`, { method: 'POST', headers: { ...JSON_HEADERS, ...tenant('mallory') }, body: '{}' })
+  t.comment(`write rate ${rate} B/s, burst ${8 * rate}: refused with Retry-After ${wait} s; honest POST /runs:start ${honest.ms} ms`)
+})

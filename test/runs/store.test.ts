@@ -160,3 +160,19 @@ t.test('a record\'s events end past RECORD_EVENTS_BYTES with events_next, and go
   const small = JSON.parse(store.document(record('s', 'queued', null, 0)))
   t.same([small.events, 'events_next' in small], [[], false])
 })
+
+t.test('a tenant\'s stored bytes count its ended runs\' events, added at the end and taken away by retention', async t => {
+  const { store } = open(t)
+  const events = [transition(record('a', 'queued', null, 1)), transition(record('a', 'running', null, 2)), step('a', 3), step('a', 4)]
+  for (const e of events) await store.append('a', e)
+  t.equal(store.storedBytes('t'), 0, 'a run in flight is not counted by the store')
+  const end = transition(record('a', 'succeeded', at, 5))
+  await store.append('a', end)
+  const bytes = [...events, end].reduce((n, e) => n + e.json.length, 0)
+  t.equal(store.storedBytes('t'), bytes, 'every event of the run, its end included')
+  for (const e of [transition(record('b', 'queued', null, 1)), transition(record('b', 'failed', at, 2))]) await store.append('b', e)
+  t.ok(store.storedBytes('t') > bytes, 'a second run adds to it')
+  t.equal(store.storedBytes('other'), 0)
+  t.equal(await store.removeEndedBefore(Date.parse(at) + 1), 2)
+  t.equal(store.storedBytes('t'), 0, 'retention takes both away')
+})
