@@ -11,8 +11,9 @@ import { uuidv7 } from './ids.js'
 import { isoNow } from '../ops/index.js'
 import type { RunStore } from './store.js'
 import type { TenantStorage } from './tenant-storage.js'
+import { InFlightCounts, NO_LIMITS, type RunLimits } from './in-flight.js'
 import { isTerminal, type RunEvent, type RunRecord } from './types.js'
-import { refusal, type GatewayError } from '../errors.js'
+import type { GatewayError } from '../errors.js'
 
 
 /**
@@ -59,18 +60,6 @@ interface ActiveRun {
   end?: (record: RunRecord) => void
 }
 
-/** Runs queued or running in this process: past any bound a start is refused with 503 (`runs_in_flight_limit`). */
-export interface RunLimits {
-  total: number
-  perTenant: number
-  /** Per client address, for starts that name one (the open mode, where the tenant is only a header). */
-  perAddress?: number
-  /** Longest life of a run: past it the run fails with `run_timeout` (a run holds its place in the bounds while it lives). */
-  lifetimeMs?: number
-}
-
-const NO_LIMITS: RunLimits = { total: Infinity, perTenant: Infinity }
-
 export interface ManagerOptions {
   /** Where events are committed (default: the store). */
   log?: EventLog
@@ -104,9 +93,7 @@ export interface StartRun {
  */
 export class RunManager {
   private readonly active = new Map<string, ActiveRun>()
-  /** Runs in `active` by tenant: a run can last hours (echo's 1000 steps a minute apart), so one tenant must not hold them all. */
-  private readonly activeByTenant = new Map<string, number>()
-  private readonly activeByAddress = new Map<string, number>()
+  private readonly counts: InFlightCounts
   private readonly actors = new ActorPool()
   private readonly events: EventLog
   private readonly commitBeforeExecute: boolean
@@ -124,6 +111,7 @@ export class RunManager {
     this.events = options.log ?? store
     this.commitBeforeExecute = options.commitBeforeExecute ?? false
     this.storage = options.storage
+    this.counts = new InFlightCounts(limits)
   }
 
   hasMode (mode: string): boolean {
@@ -149,14 +137,9 @@ export class RunManager {
     return this.active.size
   }
 
-  /** Why a start would be refused now (the in-flight bounds), or undefined. */
+  /** Why a start would be refused now (the in-flight bounds, then the tenant's storage), or undefined. */
   refusal (tenant: string, address?: string): GatewayError | undefined {
-    const { total, perTenant, perAddress = Infinity } = this.limits
-    const mine = this.activeByTenant.get(tenant) ?? 0
-    const theirs = address === undefined ? 0 : this.activeByAddress.get(address) ?? 0
-    if (this.active.size < total && mine < perTenant && theirs < perAddress) return this.storage?.refusal(tenant)
-    const which = mine >= perTenant ? `${perTenant} for this tenant` : theirs >= perAddress ? `${perAddress} for this client address` : `${total} in this process`
-    return refusal('runs_in_flight_limit', { headers: { 'retry-after': '1' }, details: { detail: `at most ${which} queued or running` } })
+    return this.counts.refusal(this.active.size, tenant, address) ?? this.storage?.refusal(tenant)
   }
 
   /**
@@ -178,7 +161,7 @@ export class RunManager {
   }
 
   private async create (input: StartRun, refused: string | undefined): Promise<RunRecord> {
-    this.activeByTenant.set(input.tenant, (this.activeByTenant.get(input.tenant) ?? 0) + 1)
+    this.counts.add(input.tenant, input.address)
     const now = input.createdAt ?? Date.now()
     const createdAt = isoNow(now)
     const record: RunRecord = {
@@ -201,7 +184,6 @@ export class RunManager {
     const owner = eventOwner(record.run_id, record.tenant_id)
     const run: ActiveRun = { record, owner, head: recordHead(owner, record), actor, chain: Promise.resolve(), pending: 0, stopped: false, address: input.address, bytes: 0 }
     this.active.set(record.run_id, run)
-    if (input.address !== undefined) this.activeByAddress.set(input.address, (this.activeByAddress.get(input.address) ?? 0) + 1)
     const lifetime = this.limits.lifetimeMs
     if (lifetime !== undefined && lifetime < Infinity) run.deadline = setTimeout(() => this.expire(run, lifetime), lifetime).unref()
     this.sink.track(record.run_id, record.tenant_id, now)
@@ -384,16 +366,9 @@ export class RunManager {
   private release (run: ActiveRun): void {
     const record = run.record
     clearTimeout(run.deadline)
-    if (run.address !== undefined) {
-      const left = (this.activeByAddress.get(run.address) ?? 1) - 1
-      if (left > 0) this.activeByAddress.set(run.address, left)
-      else this.activeByAddress.delete(run.address)
-    }
     this.active.delete(record.run_id)
+    this.counts.remove(record.tenant_id, run.address)
     this.storage?.released(record.tenant_id, run.bytes)
-    const left = (this.activeByTenant.get(record.tenant_id) ?? 1) - 1
-    if (left > 0) this.activeByTenant.set(record.tenant_id, left)
-    else this.activeByTenant.delete(record.tenant_id)
     run.end?.(record)
   }
 }
