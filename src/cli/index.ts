@@ -26,7 +26,7 @@ Options:
   -v, --version                 the version
 
 Configuration is environment variables only (PORT, DATA_DIR, BUS, STORAGE, ...): every one, with its
-default, is in the README's configuration table; the design notes are in docs/ (docs/README.md).
+default, is in docs/configuration.md; the design notes are in docs/ (docs/README.md).
 
 Exit codes:
   0  done (start: stopped by SIGTERM or SIGINT after draining)

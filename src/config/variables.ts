@@ -1,7 +1,7 @@
 /**
  * Every environment variable the gateway reads, in one table. The ajv schema,
- * the defaults and the README's configuration table are all derived from (or
- * checked against) this list, so they cannot drift apart.
+ * the defaults and the configuration tables (docs/configuration.md, README.md)
+ * are all derived from (or checked against) this list, so they cannot drift apart.
  */
 export type VariableType = 'string' | 'integer' | 'boolean' | 'list' | 'url'
 

@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs'
 import { availableParallelism } from 'node:os'
 import { loadConfig, ConfigError, variables, workerCount } from '../../src/config/index.js'
 // @ts-expect-error: the script is plain JavaScript, without types
-import { configTable, tableIn } from '../../scripts/config-table.mjs'
+import { configTable, firstTable, FIRST, tableIn } from '../../scripts/config-table.mjs'
 
 t.test('defaults apply and the result is frozen', async t => {
   const c = loadConfig({})
@@ -78,14 +78,18 @@ t.test('AUTH_HASH_THREADS must leave libuv\'s thread pool a thread for lmdb and 
   t.throws(() => loadConfig({ AUTH_HASH_THREADS: '2', UV_THREADPOOL_SIZE: '0' }), /UV_THREADPOOL_SIZE, 1/, 'libuv runs at least one thread')
 })
 
-// The table is generated (scripts/config-table.mjs --write): names, defaults
+// The tables are generated (scripts/config-table.mjs --write): names, defaults
 // and descriptions all come from the schema, so none can drift by hand.
-t.test('the README configuration table is the one the schema generates', async t => {
-  const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8')
-  t.equal(tableIn(readme), configTable(variables), 'run `npm run build && node scripts/config-table.mjs --write`')
-  const names = [...tableIn(readme).matchAll(/^\| `([A-Z0-9_]+)` \|/gm)].map(m => m[1])
+t.test('docs/configuration.md has every variable, the README the first ones, as the schema generates them', async t => {
+  const fix = 'run `npm run build && node scripts/config-table.mjs --write`'
+  const full = tableIn(readFileSync(new URL('../../docs/configuration.md', import.meta.url), 'utf8'))
+  t.equal(full, configTable(variables), fix)
+  const names = [...full.matchAll(/^\| `([A-Z0-9_]+)` \|/gm)].map(m => m[1])
   t.same(names, variables.map(v => v.name), 'each variable once')
   t.equal(new Set(names).size, names.length)
+  const first = tableIn(readFileSync(new URL('../../README.md', import.meta.url), 'utf8'))
+  t.equal(first, firstTable(variables), fix)
+  t.same([...first.matchAll(/^\| `([A-Z0-9_]+)` \|/gm)].map(m => m[1]), FIRST)
 })
 
 t.test('a JSON file named by a variable is checked, with the variable and file in the message', async t => {
