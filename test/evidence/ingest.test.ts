@@ -115,11 +115,12 @@ t.test('uploads share one buffer budget: one past it waits, paused, until memory
   }
   const first = await start('evt-first')
   t.equal(await eventually(() => gauge('gateway_evidence_buffer_in_use_bytes'), n => n > 0), 5 * 1024 * 1024, 'the first upload holds the only slab')
+  // The second client sends its whole body: it waits for memory, not for its client (one that stalls is slow: 408).
   const second = await start('evt-second')
+  second.socket.write(second.rest)
   t.equal(await eventually(() => gauge('gateway_evidence_uploads_waiting_for_buffer'), n => n === 1), 1, 'the second waits for it')
   first.socket.write(first.rest)
   t.match(await readResponse(first.socket, /\}$/), /^HTTP\/1\.1 202 [\s\S]*"event_id":"evt-first"/)
-  second.socket.write(second.rest)
   t.match(await readResponse(second.socket, /\}$/), /^HTTP\/1\.1 202 [\s\S]*"event_id":"evt-second"/, 'and completes once the first has let go')
   // The slab is given back as the upload's last step, which may come just after its 202 is written.
   const gauges = async (): Promise<number[]> => [await gauge('gateway_evidence_buffer_in_use_bytes'), await gauge('gateway_evidence_uploads_waiting_for_buffer')]
