@@ -47,9 +47,25 @@ export function knobs () {
   }
 }
 
-/** The gateway with only the harness role (BENCH_RUNS_ROLES), on a fresh DATA_DIR. */
+/**
+ * The streams the client holds at once at the scenario's largest load point, plus room for the
+ * throughput phase's API check: the bench's one tenant must not meet HARNESS_MAX_STREAMS(_PER_TENANT),
+ * whose defaults (5,000 and 100) are below 50 × 4 and 10,000.
+ */
+function streamLimit (k) {
+  const points = [k.sse, ...(k.light ? [k.light] : [])].map(p => p.concurrency * p.subscribers)
+  return String(Math.max(...points, ...k.cap.levels) + 100)
+}
+
+/** The gateway with only the harness role (BENCH_RUNS_ROLES), on a fresh DATA_DIR; stream limits from the shell win. */
 export function gatewayTarget (k, { label = 'gateway', logLevel } = {}) {
-  const t = gateway({ label, logLevel, nofile: k.nofile, listenOn: 'harnessPort', env: { ROLES: k.roles } })
+  const streams = streamLimit(k)
+  const env = {
+    ROLES: k.roles,
+    HARNESS_MAX_STREAMS: process.env.HARNESS_MAX_STREAMS ?? streams,
+    HARNESS_MAX_STREAMS_PER_TENANT: process.env.HARNESS_MAX_STREAMS_PER_TENANT ?? streams
+  }
+  const t = gateway({ label, logLevel, nofile: k.nofile, listenOn: 'harnessPort', env })
   return { ...t, start: async ctx => ({ ...await t.start(ctx), persisted: true, api: true }) }
 }
 
