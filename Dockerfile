@@ -52,5 +52,5 @@ EXPOSE 8080 8081 8082
 HEALTHCHECK --interval=10s --timeout=3s --start-period=60s --retries=3 \
   CMD node -e "fetch('http://127.0.0.1:'+(process.env.PORT||8080)+'/health').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"
 STOPSIGNAL SIGTERM
-ENTRYPOINT ["/usr/bin/tini", "--", "node", "bin/gateway.js"]
+ENTRYPOINT ["/usr/bin/tini", "--", "node", "--max-semi-space-size=8", "bin/gateway.js"]
 CMD ["start"]

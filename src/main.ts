@@ -6,7 +6,7 @@ import { createBus, createKafkaClient, measurePublish } from './bus/index.js'
 import { SharedDocuments } from './cluster/index.js'
 import { isCluster, isLoopbackHost, startupStep, type Config } from './config/index.js'
 import { HttpServer, bodyBudget, browserGuard, loadUws, type HttpServerOptions } from './http/index.js'
-import { IdleCollector, Readiness, buildInfo, coalescedMetrics, capYoungGeneration, disablePretenuring, metricsSource, opsOpenApi, opsRoutes, openApiRoute, workerSlot, type OpenApiPart } from './ops/index.js'
+import { IdleCollector, Readiness, buildInfo, youngGenerationCapped, coalescedMetrics, capYoungGeneration, disablePretenuring, metricsSource, opsOpenApi, opsRoutes, openApiRoute, workerSlot, type OpenApiPart } from './ops/index.js'
 import { EvidenceService, LocalLedger, PUBLISH_WAIT_MS, SharedLedger, evidenceOpenApi, type EvidenceLedger } from './evidence/index.js'
 import { consoleRoutes } from './console/index.js'
 import { FrontDoor, frontDoorOpenApi } from './frontdoor/index.js'
@@ -27,6 +27,7 @@ export interface Gateway {
 export async function startGateway (config: Config, log: Logger): Promise<Gateway> {
   disablePretenuring()
   capYoungGeneration(config.heapSemiSpaceMb)
+  if (!youngGenerationCapped()) log.info({ HEAP_SEMI_SPACE_MB: config.heapSemiSpaceMb }, `HEAP_SEMI_SPACE_MB is not applied: Node ${process.versions.node} takes it only from node's command line (--max-semi-space-size=${config.heapSemiSpaceMb}, as npm start, the image and WORKERS > 1 give it)`)
   const { uws, build: uwsBuild } = loadUws(config.uwsAllowFallback)
   const roles = new Set(config.roles)
   const registry = new Registry()

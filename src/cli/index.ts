@@ -103,6 +103,7 @@ async function start (config: Config, args: string[]): Promise<number> {
     host: config.host,
     port: config.port,
     harnessPort: config.harnessPort,
+    semiSpaceMb: config.heapSemiSpaceMb,
     // A worker's own deadline, then the bounded drain of cut-short bodies, then closing its stores.
     stopTimeoutMs: config.shutdownTimeoutMs + config.httpDrainTimeoutMs + 5_000,
     log: log.child({ role: 'supervisor' })

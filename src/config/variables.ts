@@ -28,7 +28,7 @@ export const variables = [
   { name: 'DATA_DIR', type: 'string', default: './data', description: 'LMDB environment, filesystem objects, local bus log; made 0700 and its files 0600 whatever the umask (docs/auth.md)' },
   { name: 'LOG_LEVEL', type: 'string', default: 'info', enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], description: 'pino level; JSON lines on stdout' },
   { name: 'SHUTDOWN_TIMEOUT_MS', type: 'integer', default: 10000, minimum: 0, description: 'how long SIGTERM waits for in-flight requests' },
-  { name: 'HEAP_SEMI_SPACE_MB', type: 'integer', default: 8, minimum: 1, maximum: 64, description: 'cap of V8\'s young generation, per semi-space, in MiB (rounded up to a power of two; V8\'s own default is 16): uploads keep the process under 150 MB at 8 (docs/evidence.md)' },
+  { name: 'HEAP_SEMI_SPACE_MB', type: 'integer', default: 8, minimum: 1, maximum: 64, description: 'cap of V8\'s young generation, per semi-space, in MiB (rounded up to a power of two; V8\'s own default is 16, 64 on Node 24): uploads keep the process under 150 MB at 8. On Node 22 and later V8 takes it from node\'s command line only: npm start, the image and the workers of WORKERS > 1 pass it (docs/evidence.md)' },
   { name: 'METRICS_TOKEN', type: 'string', description: 'bearer token `/metrics` requires (compared in constant time); unset, `/metrics` answers loopback callers only (docs/http.md)' },
   { name: 'UWS_ALLOW_FALLBACK', type: 'boolean', default: false, description: 'start even on the slow uWS Node emulation (never for figures)' },
 

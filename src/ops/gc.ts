@@ -83,3 +83,21 @@ function assertFlags (): void {
   const space = getHeapSpaceStatistics().find(s => s.space_name === 'new_space')
   setFlagsFromString(`--semi-space-growth-factor=${(space?.space_size ?? 0) >= youngLimit ? 1 : GROWTH_FACTOR}`)
 }
+
+const SEMI_SPACE_FLAG = '--max-semi-space-size'
+
+/**
+ * Whether capYoungGeneration holds in this process. Node 22 and later size
+ * the young generation from node's command line alone (measured on Node 24:
+ * 128 MiB of new space under allocation whatever is set from inside, 16 MiB
+ * with the flag), so there it holds only when `--max-semi-space-size` was
+ * given on the command line or in NODE_OPTIONS.
+ */
+export function youngGenerationCapped (execArgv: readonly string[] = process.execArgv, nodeOptions = process.env['NODE_OPTIONS'] ?? '', major = Number(process.versions.node.split('.')[0])): boolean {
+  return major < 22 || [...execArgv, ...nodeOptions.split(/\s+/)].some(a => a.startsWith(`${SEMI_SPACE_FLAG}=`))
+}
+
+/** `execArgv` with the young generation's cap set to `semiSpaceMiB`, for a process about to be started. */
+export function withSemiSpace (execArgv: readonly string[], semiSpaceMiB: number): string[] {
+  return [...execArgv.filter(a => !a.startsWith(`${SEMI_SPACE_FLAG}=`)), `${SEMI_SPACE_FLAG}=${semiSpaceMiB}`]
+}

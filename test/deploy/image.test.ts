@@ -23,7 +23,7 @@ t.test('the runtime stage: production dependencies only, code owned by root, run
   t.match(runtime, /^USER 1000:1000$/m, 'a numeric user, which runAsNonRoot can check')
   t.notMatch(runtime, /COPY [^\n]*--chown/, 'the code is not the runtime user\'s to change')
   t.match(runtime, /apt-get install -y --no-install-recommends tini/)
-  t.match(runtime, /^ENTRYPOINT \["\/usr\/bin\/tini", "--", "node", "bin\/gateway\.js"\]$/m, 'tini forwards signals to its child only (no -g)')
+  t.match(runtime, /^ENTRYPOINT \["\/usr\/bin\/tini", "--", "node", "--max-semi-space-size=8", "bin\/gateway\.js"\]$/m, 'tini forwards signals to its child only (no -g)')
   t.match(runtime, /^STOPSIGNAL SIGTERM$/m)
   t.match(runtime, new RegExp(`^EXPOSE ${['PORT', 'HARNESS_PORT', 'HARNESS_PEER_PORT'].map(defaultOf).join(' ')}$`, 'm'), 'the ports the gateway listens on by default')
   t.match(runtime, /COPY --from=build \/app\/sbom\.cdx\.json/, 'the SBOM travels with the image')
