@@ -7,7 +7,7 @@ import { SharedDocuments } from './cluster/index.js'
 import { isCluster, isLoopbackHost, startupStep, type Config } from './config/index.js'
 import { HttpServer, bodyBudget, browserGuard, loadUws, type HttpServerOptions } from './http/index.js'
 import { IdleCollector, Readiness, buildInfo, youngGenerationCapped, coalescedMetrics, capYoungGeneration, disablePretenuring, metricsSource, opsOpenApi, opsRoutes, openApiRoute, workerSlot, type OpenApiPart } from './ops/index.js'
-import { EvidenceService, LocalLedger, PUBLISH_WAIT_MS, SharedLedger, evidenceOpenApi, type EvidenceLedger } from './evidence/index.js'
+import { EvidenceService, LocalLedger, LocalUploadStates, PUBLISH_WAIT_MS, SharedLedger, SharedUploadStates, evidenceOpenApi, type EvidenceLedger } from './evidence/index.js'
 import { consoleRoutes } from './console/index.js'
 import { FrontDoor, frontDoorOpenApi } from './frontdoor/index.js'
 import { HarnessService, harnessOpenApi, type HarnessCluster } from './runs/index.js'
@@ -113,7 +113,8 @@ export async function startGateway (config: Config, log: Logger): Promise<Gatewa
     const ledger: EvidenceLedger = documents
       ? new SharedLedger({ documents, bus, ttlMs: config.idempotencyTtlS * 1000, publishWaitMs: PUBLISH_WAIT_MS, self: incarnation, discard: folder => objects.deletePrefix?.(folder) ?? Promise.resolve(0), log: log.child({ component: 'evidence-ledger' }) })
       : new LocalLedger(state, bus, config.idempotencyTtlS, incarnation, PUBLISH_WAIT_MS, log)
-    const evidence = new EvidenceService(config, ledger, objects, auth!.verifier, log, registry, new IdleCollector())
+    const uploads = documents ? new SharedUploadStates(documents) : new LocalUploadStates(state)
+    const evidence = new EvidenceService(config, ledger, objects, auth!.verifier, log, registry, new IdleCollector(), { states: uploads, owner: incarnation })
     evidence.routes().forEach(r => main!.route(r))
     evidence.start()
     stoppers.push(() => evidence.stop())

@@ -14,6 +14,8 @@ export interface MediaHint {
   duration_seconds?: number
   checksum_sha256?: string
   source?: 'device' | 'generated'
+  /** The tus upload holding the clip, when the envelope is sent alone (application/json). */
+  upload_url?: string
 }
 
 export interface EventEnvelope {
@@ -72,7 +74,8 @@ export const eventEnvelopeSchema = {
           ref: { type: 'string' },
           duration_seconds: { type: 'number', minimum: 0 },
           checksum_sha256: { type: 'string', pattern: '^[0-9a-fA-F]{64}$', 'x-error': 'must be 64 hexadecimal characters' },
-          source: { enum: ['device', 'generated'] }
+          source: { enum: ['device', 'generated'] },
+          upload_url: { type: 'string', minLength: 1, maxLength: 2048 }
         }
       }
     },

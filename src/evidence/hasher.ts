@@ -29,8 +29,17 @@ export class HashPool {
   }
 
   /** A hash in progress: `update` in order, then `digest` once. */
-  start (): HashTask {
-    return new HashTask(this.pool)
+  start (algorithm: 'sha256' | 'sha1' = 'sha256'): HashTask {
+    return new HashTask(this.pool, algorithm)
+  }
+
+  /**
+   * The SHA-256 of a resumable upload, one part further: from the `state`
+   * saved after the parts before (none for the first), over `bytes` (a
+   * slab, read in place); the state to save, and the hex digest when `final`.
+   */
+  resume (state: Uint8Array | undefined, bytes: Uint8Array, final: boolean): Promise<{ state: Uint8Array, digest: string | undefined }> {
+    return this.pool.run({ state, bytes, final }, { name: 'resumeHash' }) as Promise<{ state: Uint8Array, digest: string | undefined }>
   }
 
   async close (): Promise<void> {
@@ -45,10 +54,10 @@ export class HashTask {
   private readonly hashed: Array<{ resolve: () => void, reject: (err: Error) => void }> = []
   private finished = false
 
-  constructor (pool: Piscina) {
+  constructor (pool: Piscina, algorithm: 'sha256' | 'sha1') {
     const { port1, port2 } = new MessageChannel()
     this.port = port1
-    this.result = pool.run({ port: port2 }, { transferList: [port2] }) as Promise<string>
+    this.result = pool.run({ port: port2, algorithm }, { transferList: [port2] }) as Promise<string>
     this.result.catch(err => { for (const h of this.hashed.splice(0)) h.reject(err) })
     port1.on('message', () => { this.hashed.shift()?.resolve() })
   }

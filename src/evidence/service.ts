@@ -1,6 +1,6 @@
 import type { Logger } from 'pino'
 import { Counter, Gauge, type Registry } from 'prom-client'
-import type { TokenVerifier } from '../auth/index.js'
+import type { TokenClaims, TokenVerifier } from '../auth/index.js'
 import type { Config } from '../config/index.js'
 import { type Reply, type RequestContext, type Route } from '../http/index.js'
 import { GatewayError } from '../errors.js'
@@ -12,6 +12,9 @@ import type { EvidenceLedger } from './ledger.js'
 import { MultipartReader, multipartBoundary, readSmallPart } from './multipart.js'
 import { MEDIA_TYPES, objectFolder, objectKey, publishedMessage, type StoredMedia } from './published.js'
 import { UploadSession, unlessAborted } from './upload.js'
+import type { LockOwner } from './tus/lock.js'
+import type { UploadStates } from './tus/record.js'
+import { ResumableUploads, type UploadHint } from './tus/uploads.js'
 
 export const EVIDENCE_SCOPE = 'stream:write'
 export const ENVELOPE_MAX_BYTES = 64 * 1024
@@ -50,6 +53,8 @@ export class EvidenceService {
   private readonly running = new Map<AbortController, Promise<unknown>>()
   private readonly accepted: Counter
   private readonly acceptedBytes: Counter
+  /** tus, when the process has a place for the uploads' records. */
+  private readonly uploads: ResumableUploads | undefined
 
   constructor (
     private readonly config: Config,
@@ -60,7 +65,9 @@ export class EvidenceService {
     private readonly log: Logger,
     registry: Registry,
     /** Told when uploads start and when none is left in flight (the process's `IdleCollector`). */
-    private readonly quiet: Quiet = { busy () {}, idle () {} }
+    private readonly quiet: Quiet = { busy () {}, idle () {} },
+    /** Where resumable uploads are recorded, and the process that writes them. */
+    resumable?: { states: UploadStates, owner: LockOwner }
   ) {
     this.hashes = new HashPool(config.evidenceHashThreads)
     this.allowlist = eventTypeAllowlist(config.evidenceEventTypes)
@@ -69,10 +76,17 @@ export class EvidenceService {
     storageMetrics(store, registry)
     this.accepted = new Counter({ name: 'gateway_evidence_uploads_total', help: 'Uploads accepted (202), idempotent replays not counted', registers: [registry] })
     this.acceptedBytes = new Counter({ name: 'gateway_evidence_media_bytes_total', help: 'Bytes of media in accepted uploads', registers: [registry] })
+    this.uploads = resumable === undefined ? undefined : new ResumableUploads(config, resumable.states, store, this.hashes, verifier, resumable.owner, log.child({ component: 'resumable-uploads' }))
   }
 
   start (): void {
     this.ledger.start()
+    this.uploads?.start()
+  }
+
+  /** Removes expired resumable uploads now (it runs every S3_SWEEP_INTERVAL_MS anyway); how many. */
+  sweepUploads (now?: number): Promise<number> {
+    return this.uploads?.sweep(now) ?? Promise.resolve(0)
   }
 
   /**
@@ -83,6 +97,7 @@ export class EvidenceService {
   async stop (): Promise<void> {
     const shutdown = new GatewayError('shutting_down', 'server is shutting down')
     for (const abort of this.running.keys()) abort.abort(shutdown)
+    await this.uploads?.stop(shutdown)
     await Promise.allSettled(this.running.values())
     await this.ledger.stop()
     await this.hashes.close()
@@ -94,7 +109,10 @@ export class EvidenceService {
   }
 
   routes (): Route[] {
-    return [{ method: 'POST', path: '/v1/stream/events', body: 'stream', bodyLimit: this.config.evidenceMaxBytes, errors: 'evidence', handler: ctx => this.serve(ctx) }]
+    return [
+      { method: 'POST', path: '/v1/stream/events', body: 'stream', bodyLimit: this.config.evidenceMaxBytes, errors: 'evidence', handler: ctx => this.serve(ctx) },
+      ...this.uploads?.routes() ?? []
+    ]
   }
 
   private serve (ctx: RequestContext): Promise<Reply> {
@@ -115,6 +133,7 @@ export class EvidenceService {
     const tenant = claims.tenantKey
     const receivedAt = new Date()
     const body = ctx.stream!
+    if (this.uploads !== undefined && isJson(ctx.headers['content-type'])) return await this.commit(ctx, claims, this.uploads, receivedAt)
     ctx.onAbort(() => abort.abort(new Error('client disconnected')))
     const session = new UploadSession(this.store, this.hashes, abort.signal, this.log, tenant)
     const media: StoredMedia[] = []
@@ -133,6 +152,8 @@ export class EvidenceService {
           if (part.typed && part.contentType !== 'application/json') throw invalid('envelope', 'must be application/json')
           envelope = parseEnvelope(await unlessAborted(readSmallPart(parts, ENVELOPE_MAX_BYTES, 'envelope'), abort.signal), this.allowlist)
           clientId = publishingClientId(envelope, claims.client_id, claims.scope)
+          const byReference = envelope.media?.findIndex(h => h.upload_url !== undefined) ?? -1
+          if (byReference >= 0) throw invalid(`media[${byReference}].upload_url`, 'names an upload: send the envelope alone as application/json to commit uploads')
           const key = idempotencyKey(tenant, envelope.event_id)
           const eventId = envelope.event_id
           const claim = await this.ledger.claim(key, attempt => objectFolder(tenant, eventId, receivedAt, attempt))
@@ -187,6 +208,50 @@ export class EvidenceService {
     }
   }
 
+  /**
+   * An event whose media were uploaded with tus: the envelope alone, as
+   * JSON, each media hint naming its upload (`upload_url`). The rules of the
+   * multipart path hold (validation, the allowlist, checksum_sha256,
+   * idempotency, one envelope on the bus); each upload is committed to the
+   * event by a conditional write before the envelope is accepted, and given
+   * back if the event is not.
+   */
+  private async commit (ctx: RequestContext, claims: TokenClaims, uploads: ResumableUploads, receivedAt: Date): Promise<Reply> {
+    const tenant = claims.tenantKey
+    const envelope = parseEnvelope(await readSmallPart(ctx.stream!, ENVELOPE_MAX_BYTES, 'envelope'), this.allowlist)
+    const clientId = publishingClientId(envelope, claims.client_id, claims.scope)
+    const hints: UploadHint[] = (envelope.media ?? []).map((h, index) => {
+      if (h.upload_url === undefined) throw invalid(`media[${index}].upload_url`, 'is required when the envelope is sent alone (application/json)')
+      return { index, url: h.upload_url, checksum: h.checksum_sha256 }
+    })
+    if (hints.length > this.config.evidenceMaxMedia) throw invalid('media', `at most ${this.config.evidenceMaxMedia} media`)
+    const twice = hints.findIndex((h, i) => hints.findIndex(o => o.url === h.url) !== i)
+    if (twice >= 0) throw invalid(`media[${twice}].upload_url`, 'names an upload another media hint names')
+    const key = idempotencyKey(tenant, envelope.event_id)
+    const claim = await this.ledger.claim(key, attempt => objectFolder(tenant, envelope.event_id, receivedAt, attempt))
+    if (claim.kind === 'replay') return replay(claim.ack)
+    if (claim.kind === 'in_progress') throw inProgress(envelope.event_id)
+    let held = true
+    try {
+      const media: StoredMedia[] = []
+      for (const hint of hints) media.push(await uploads.take(tenant, hint, key))
+      const ack: Acknowledgment = { status: 'accepted', event_id: envelope.event_id, media_count: media.length }
+      const message = publishedMessage(envelope, media, { clientId, issuer: claims.iss, tenant, requestId: ctx.requestId, receivedAt, playbackBaseUrl: this.config.evidencePlaybackBaseUrl })
+      const outcome = await this.ledger.accept(key, ack, this.config.topicEvidence, message)
+      held = false
+      if (outcome.kind === 'replay') return replay(outcome.ack)
+      if (outcome.kind === 'in_progress') throw inProgress(envelope.event_id)
+      this.accepted.inc()
+      this.acceptedBytes.inc(media.reduce((n, m) => n + m.size, 0))
+      return { status: 202, body: ack }
+    } finally {
+      if (held) {
+        await uploads.untake(tenant, hints.map(h => h.url), key)
+        await this.ledger.release(key)
+      }
+    }
+  }
+
   private async storeMedia (session: UploadSession, bytes: ByteSource, contentType: string, index: number, envelope: EventEnvelope, tenant: string, receivedAt: Date, attempt: string | undefined): Promise<StoredMedia> {
     if (index >= this.config.evidenceMaxMedia) throw invalid('media', `at most ${this.config.evidenceMaxMedia} media parts`)
     if (MEDIA_TYPES[contentType] === undefined) throw invalid(`media[${index}]`, 'must be video/mp4 or video/h264')
@@ -198,4 +263,8 @@ export class EvidenceService {
     }
     return { index, contentType, size: stored.size, sha256: stored.sha256, uri: stored.uri, etag: stored.etag, key }
   }
+}
+
+function isJson (contentType: string | undefined): boolean {
+  return contentType?.split(';')[0]?.trim().toLowerCase() === 'application/json'
 }

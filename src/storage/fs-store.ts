@@ -3,6 +3,7 @@ import { constants } from 'node:fs'
 import { access, chmod, mkdir, open, readdir, rename, rm, rmdir, type FileHandle } from 'node:fs/promises'
 import { dirname, join, resolve, sep } from 'node:path'
 import { soleOwner, type ByteSource, type ObjectStore, type ProcessOwner, type PutOptions, type StoredObject } from './types.js'
+import { FsPartStore, type PartStore } from './part-store.js'
 import type { SlabPool } from './slabs.js'
 import { writeObject, type ObjectWriter } from './write-object.js'
 
@@ -17,12 +18,14 @@ import { writeObject, type ObjectWriter } from './write-object.js'
 export class FsObjectStore implements ObjectStore {
   readonly kind = 'fs'
   readonly root: string
+  readonly parts: PartStore
   private readonly staging: string
 
   constructor (dataDir: string, readonly slabs: SlabPool, private readonly queueSize: number, private readonly owner: ProcessOwner = soleOwner()) {
     this.root = resolve(dataDir, 'objects')
     // Never a key's first folder: a tenant cannot start with a dot.
     this.staging = join(this.root, '.partial')
+    this.parts = new FsPartStore(this.root)
   }
 
   /** Makes the folders, and removes the partial files of processes that are gone. */

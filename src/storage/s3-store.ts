@@ -7,6 +7,7 @@ import type { SlabPool } from './slabs.js'
 import { withAbortRule } from './lifecycle.js'
 import { MultipartSweeper } from './multipart-sweeper.js'
 import { MultipartWriter } from './multipart-writer.js'
+import { S3PartStore, type PartStore } from './part-store.js'
 import { S3Api, isMissingBucket } from './s3-api.js'
 import { UploadJournal } from './upload-journal.js'
 import { writeObject } from './write-object.js'
@@ -28,6 +29,7 @@ export class S3ObjectStore implements ObjectStore {
   readonly client: S3Client
   readonly bucket: string
   readonly multipart: MultipartStats
+  readonly parts: PartStore
   private readonly api: S3Api
   private readonly journal: UploadJournal
   private readonly sweeper: MultipartSweeper
@@ -50,6 +52,7 @@ export class S3ObjectStore implements ObjectStore {
       return next(args)
     }, { step: 'build', name: 'unsignedPayload' })
     this.api = new S3Api(this.client, this.bucket, { requestMs: config.s3RequestTimeoutMs, partMs: config.s3PartTimeoutMs })
+    this.parts = new S3PartStore(this.api)
     this.journal = new UploadJournal(state, owner)
     this.sweeper = new MultipartSweeper(this.api, this.journal, config.s3SweepIntervalMs, log?.child({ component: 'multipart-sweep' }))
     const { journal, sweeper } = this

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto'
+import type { PartStore } from './part-store.js'
 import type { SlabPool } from './slabs.js'
 
 /**
@@ -70,6 +71,8 @@ export interface ObjectStore {
   /** The memory every upload of this store draws from (for metrics). */
   readonly slabs: SlabPool
   readonly multipart?: MultipartStats
+  /** Objects written part by part across requests (resumable uploads). */
+  readonly parts: PartStore
   start(): Promise<void>
   /** Ends background work; call after the last upload has settled. */
   stop?(): Promise<void>

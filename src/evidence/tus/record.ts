@@ -1,0 +1,63 @@
+/**
+ * The state of one resumable upload, kept where every process of the
+ * service reads it (LMDB on one node, the shared bucket in a cluster) and
+ * only ever replaced by a writer that read its current version.
+ */
+export interface UploadRecord {
+  id: string
+  /** The uploader's tenant key: no other tenant sees the upload. */
+  tenant: string
+  /** Upload-Length. */
+  length: number
+  /** Bytes stored and hashed: a multiple of part_size, or length. */
+  offset: number
+  /** Bytes of each part but the last, fixed at creation (S3_PART_SIZE then). */
+  part_size: number
+  content_type: string
+  /** Upload-Metadata as received, for HEAD. */
+  metadata?: string
+  /** Where the object goes, and the handle of its parts in progress (an S3 upload id). */
+  key: string
+  handle: string
+  /** ETag of each stored part, part n at n - 1. */
+  parts: string[]
+  /** The SHA-256 of the first `offset` bytes, in progress (hash-wasm's saved state, base64). */
+  hash_state?: string
+  created_at: number
+  expires_at: number
+  state: 'open' | 'complete' | 'committed' | 'expired'
+  /** Once complete. */
+  sha256?: string
+  uri?: string
+  etag?: string
+  /** The idempotency key of the event that committed it. */
+  committed_to?: string
+  /** The PATCH writing it: its process (incarnation) and a token of its own. */
+  lock?: { owner: string, token: string }
+}
+
+export interface Versioned {
+  record: UploadRecord
+  /** The store's version, for a conditional replace. */
+  version: string
+}
+
+/** Where records live; `replace` succeeds only on the version read. */
+export interface UploadStates {
+  /**
+   * Whether processes of other DATA_DIRs (other nodes) write here too. If
+   * not, every writer registers its incarnation where this process reads
+   * it, and one not registered, or registered and dead, is gone.
+   */
+  readonly shared: boolean
+  get(tenant: string, id: string): Promise<Versioned | undefined>
+  /** Fails if the id exists (ids are random: it never does). */
+  create(record: UploadRecord): Promise<string>
+  /** The new version, or undefined when the record changed or is gone. */
+  replace(record: UploadRecord, version: string): Promise<string | undefined>
+  delete(tenant: string, id: string): Promise<void>
+  /** The records of `tenant`, or of everyone. */
+  list(tenant?: string): Promise<Versioned[]>
+  /** Ms since the record was last written, on the store's clock. */
+  ageMs(tenant: string, id: string): Promise<number | undefined>
+}
