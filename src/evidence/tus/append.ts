@@ -35,6 +35,10 @@ const tooLarge = (length: number): GatewayError =>
 export async function append (held: HeldUpload, body: ByteSource, options: AppendOptions): Promise<UploadRecord> {
   const start = held.record
   const { length, part_size: partSize } = start
+  if (partSize !== options.slabs.slabSize) {
+    // Parts are numbered by the size fixed at creation: a node with other slabs cannot write them.
+    throw new GatewayError('internal_error', `the upload's parts are ${partSize} bytes and this process's S3_PART_SIZE is ${options.slabs.slabSize}: every node must share S3_PART_SIZE`)
+  }
   const lease = options.slabs.lease(start.tenant)
   const signal = AbortSignal.any([options.signal, lease.signal, held.lost.signal])
   const check = options.checksum === undefined ? undefined : options.hashes.start(options.checksum.algorithm)
