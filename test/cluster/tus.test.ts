@@ -34,7 +34,8 @@ async function partialPatch (port: number, location: string, token: string, offs
 t.test('an upload begun on one node goes on on the others: one PATCH at a time, no sticky session, the hash carried across, one event on Kafka', async t => {
   const infra = sharedInfra(t)
   if (!infra) return
-  const cluster = await startCluster(t, infra, 3, {}, { isolated: true })
+  // Node 2's PATCH stalls as long as the test needs: no rate rule may end it meanwhile.
+  const cluster = await startCluster(t, infra, 3, { HTTP_BODY_MIN_BYTES_PER_S: '1', STORAGE_UPLOAD_MIN_BYTES_PER_S: '1' }, { isolated: true })
   const [n1, n2, n3] = cluster.nodes as [typeof cluster.nodes[0], typeof cluster.nodes[0], typeof cluster.nodes[0]]
   const client = await addClient(cluster, 'cam-tus', ['stream:write'])
   const token = await login(n1.url, client)

@@ -155,8 +155,10 @@ t.test('every 400 has its exact code and details, and nothing is stored or publi
     t.equal(res.status, 400, `${name}: 400`)
     t.same(res.body, { status: 'error', code, details }, `${name}: body`)
   }
-  const notMultipart = await post(Buffer.from('{}'), { 'content-type': 'application/json' })
+  const notMultipart = await post(Buffer.from('{}'), { 'content-type': 'text/plain' })
   t.same([notMultipart.status, notMultipart.body], [400, { status: 'error', code: 'validation_error', details: { contentType: 'must be multipart/form-data with a boundary' } }])
+  const envelopeAlone = await post(Buffer.from('{}'), { 'content-type': 'application/json' })
+  t.same([envelopeAlone.status, envelopeAlone.body.details], [400, { schemaVersion: 'is required', eventType: 'is required', occurredAt: 'is required', subject: 'is required' }], 'JSON is the envelope alone, committing resumable uploads (docs/evidence.md), validated as such')
   const truncated = await post(multipartBody([envelopePart(baseEnvelope()), mediaPart(good.data)]).subarray(0, 600))
   t.equal(truncated.status, 400, 'a truncated multipart body is a 400')
   t.equal(truncated.body.code, 'validation_error')

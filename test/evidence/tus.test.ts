@@ -4,7 +4,7 @@ import { join } from 'node:path'
 import '../helpers/no-keepalive.js'
 import { startTestGateway, login, writeJson, CLIENT, NO_SCOPE_CLIENT } from '../helpers/gateway.js'
 import { baseEnvelope, clip } from '../helpers/multipart.js'
-import { eventually, rawConnect } from '../helpers/http.js'
+import { eventually, rawConnect, readResponse } from '../helpers/http.js'
 import { settled } from '../helpers/settle.js'
 import { spawnGateway, tailBus } from '../helpers/child.js'
 import { checksum, commitEvent, create, head, metadata, patch, sha256, terminate, uploadUrl } from '../helpers/tus.js'
@@ -131,6 +131,35 @@ t.test('an upload is its client\'s alone; a foreign or unknown URL cannot be com
   t.same(twice.body.details, { 'media[1].upload_url': 'names an upload another media hint names' })
   const mine = await commitEvent(url, token, baseEnvelope({ event_id: 'evt-mine', media: [{ upload_url: created.headers.get('location') }] }))
   t.equal(mine.status, 202, 'a relative URL (the Location as given) commits too')
+})
+
+t.test('creation-with-upload under a wrong Upload-Checksum: 460, the upload exists at Location with nothing appended', async t => {
+  const { url, token } = await setup(t)
+  const file = clip(PART + 10)
+  const created = await create(url, token, file.data.length, { 'upload-checksum': checksum(Buffer.from('another body')) }, file.data)
+  t.same([created.status, created.body.code], [460, 'upload_checksum_mismatch'])
+  const location = created.headers.get('location')
+  t.match(location, /^\/v1\/stream\/uploads\//, 'Location names the upload to go on with')
+  t.equal((await head(`${url}${location}`, token)).headers.get('upload-offset'), '0', 'nothing was appended')
+})
+
+t.test('a second PATCH while one is writing: 423, Retry-After; the first goes on', async t => {
+  // The first PATCH stalls as long as the test needs: no rate rule may end it meanwhile.
+  const { url, token, gateway } = await setup(t, { HTTP_BODY_MIN_BYTES_PER_S: '1', STORAGE_UPLOAD_MIN_BYTES_PER_S: '1' })
+  const file = clip(2 * PART)
+  const location = (await create(url, token, file.data.length)).headers.get('location')!
+  const socket = await rawConnect(gateway.port!)
+  socket.on('error', () => undefined)
+  t.teardown(() => socket.destroy())
+  socket.write(`PATCH ${location} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nTus-Resumable: 1.0.0\r\nUpload-Offset: 0\r\nContent-Type: application/offset+octet-stream\r\nContent-Length: ${file.data.length}\r\n\r\n`)
+  socket.write(file.data.subarray(0, PART + 1))
+  await eventually(async () => (await head(`${url}${location}`, token)).headers.get('upload-offset'), o => o === String(PART), 10_000)
+  const second = await patch(`${url}${location}`, token, PART, file.data.subarray(PART))
+  t.same([second.status, second.body.code, second.headers.get('retry-after')], [423, 'upload_locked', '1'])
+  t.equal((await terminate(`${url}${location}`, token)).status, 423, 'nor is it terminated meanwhile')
+  const answer = readResponse(socket, /\r\n\r\n/)
+  socket.write(file.data.subarray(PART + 1))
+  t.match(await answer, /^HTTP\/1\.1 204 [^]*upload-offset: 10485760/i, 'the first PATCH completes the upload')
 })
 
 t.test('termination removes the upload and its parts', async t => {
