@@ -5,7 +5,7 @@ import { readFileSync } from 'node:fs'
 import { UsageError } from '../lib/env.mjs'
 import { parseStages, parseThreshold } from './plan.mjs'
 
-export const KINDS = ['telemetry', 'batch', 'stream', 'evidence']
+export const KINDS = ['telemetry', 'batch', 'stream', 'evidence', 'tus']
 
 export const USAGE = `usage: npm run bench load -- --url <base> --client-id <id> --client-secret <secret> [options]
 
@@ -35,10 +35,16 @@ latency counts from that time, so a slow server cannot hide its queue.
                           stream     one record on a telemetry stream (WebSocket), its
                                      latency until its acknowledgment
                           evidence   POST /v1/stream/events, envelope + media
+                          tus        a resumable upload of --media-bytes (creation, a PATCH
+                                     cut after --tus-cut-after bytes, HEAD, the rest), then
+                                     the event committed as JSON; its latency is all of it
   --connections <n>       connections in the pool, and streams for the stream kind (default 32)
   --batch-size <n>        records per batch request (default 100)
   --timeout <s>           per request, answer and body (default 10)
-  --media-bytes <n>       size of each evidence request's media part (default 65536; 0: none)
+  --media-bytes <n>       size of each evidence request's media part, and of each tus upload
+                          (default 65536; 0: none, and 1 for tus)
+  --tus-cut-after <n>     bytes of a tus upload's first PATCH before its connection is closed
+                          (default: half of --media-bytes; 0: no disconnect)
   --body <file.json>      the telemetry record to send (telemetry, batch, stream) instead of the
                           spec's example, as it is
   --body-module <f.mjs>   a module whose default export (i) => record makes request i's record
@@ -118,6 +124,7 @@ const OPTIONS = {
   '--batch-size': ['batchSize', number('--batch-size', 1, true)],
   '--timeout': ['timeout', number('--timeout', 0.1, false)],
   '--media-bytes': ['mediaBytes', number('--media-bytes', 0, true)],
+  '--tus-cut-after': ['tusCutAfter', number('--tus-cut-after', 0, true)],
   '--assets': ['assets', number('--assets', 1, true)],
   '--max-in-flight': ['maxInFlight', number('--max-in-flight', 1, true)],
   '--out': ['out', String]
@@ -149,6 +156,7 @@ export function parseArgs (argv, env = process.env) {
     if (o[key] === undefined) throw new UsageError(`${flag} is required\n\n${USAGE}`)
   }
   o.authUrl ??= o.url
+  o.tusCutAfter ??= Math.floor(o.mediaBytes / 2)
   for (const u of new Set([o.url, o.authUrl])) {
     if (!isLoopback(u) && !o.iOwnThisTarget) {
       throw new UsageError(`refusing to load ${u}: it is not loopback. Load only what you own or may test; if you do, add --i-own-this-target`)

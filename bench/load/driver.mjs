@@ -13,7 +13,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
  * `stop.stopped` ends the sending early (Ctrl-C). Resolves to
  * { scheduled, t0, unfinished }.
  */
-export async function drive ({ pool, streams, rate, duration, schedule, nextKind, builders, session, rec, timeoutMs, maxInFlight, stop }) {
+export async function drive ({ pool, streams, uploads, rate, duration, schedule, nextKind, builders, session, rec, timeoutMs, maxInFlight, stop }) {
   const interval = 1000 / rate
   const total = schedule?.length ?? Math.round(rate * duration)
   const offset = schedule === undefined ? i => i * interval : i => schedule[i]
@@ -26,6 +26,7 @@ export async function drive ({ pool, streams, rate, duration, schedule, nextKind
     const { token, generation } = await session.current()
     const req = builders[kind](i, token)
     if (req.stream !== undefined) return sendOnStream(kind, due, req.stream)
+    if (req.tus !== undefined) return sendResumable(kind, due, token, generation, req.tus)
     try {
       const res = await pool.request({ method: req.method, path: req.path, headers: req.headers, body: req.body, headersTimeout: timeoutMs, bodyTimeout: timeoutMs })
       let ok = res.statusCode === req.expect
@@ -47,6 +48,17 @@ export async function drive ({ pool, streams, rate, duration, schedule, nextKind
       const answer = await streams.send(record)
       const end = performance.now()
       rec.answered(kind, end - t0, end - due, answer === 'accepted' ? 'acked' : answer, answer === 'accepted', answer)
+    } catch (err) {
+      rec.failed(kind, performance.now() - t0, err.code ?? err.name ?? 'error')
+    }
+  }
+
+  async function sendResumable (kind, due, token, generation, eventId) {
+    try {
+      const answer = await uploads.send(token, eventId)
+      const end = performance.now()
+      if (/ 401$/.test(answer.status)) session.refresh(generation)
+      rec.answered(kind, end - t0, end - due, answer.status, answer.ok, answer.body)
     } catch (err) {
       rec.failed(kind, performance.now() - t0, err.code ?? err.name ?? 'error')
     }

@@ -14,6 +14,7 @@ import { session as newSession } from './session.mjs'
 import { Recorder } from './recorder.mjs'
 import { drive } from './driver.mjs'
 import { streams as openStreams } from './stream.mjs'
+import { tusUploads } from './tus.mjs'
 import { progressLine, report } from './report.mjs'
 import { BENCH_DIR } from '../lib/paths.mjs'
 
@@ -41,6 +42,7 @@ export async function load (argv) {
 
   const pool = new Pool(target.origin, { connections: o.connections, pipelining: 1, headersTimeout: timeoutMs, bodyTimeout: timeoutMs, connectTimeout: timeoutMs })
   const streams = openStreams({ url: target.origin, prefix: target.pathname.replace(/\/+$/, ''), connections: o.connections, session, runId })
+  const uploads = tusUploads({ pool, origin: target.origin, prefix: target.pathname.replace(/\/+$/, ''), media: randomBytes(Math.max(1, o.mediaBytes)), cutAfter: o.tusCutAfter, timeoutMs })
   const rec = new Recorder(Object.keys(o.mix))
   const stop = { stopped: false }
   const onSignal = () => {
@@ -64,6 +66,7 @@ export async function load (argv) {
     run = await drive({
       pool,
       streams,
+      uploads,
       rate: o.rate,
       duration: o.duration,
       schedule,

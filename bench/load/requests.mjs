@@ -49,6 +49,9 @@ export function requestBuilders ({ runId, prefix, assets, mediaBytes, batchSize,
     stream (i) {
       return { stream: text(i) }
     },
+    tus (i) {
+      return { tus: `evt-load-${runId}-${i}` }
+    },
     evidence (i, token) {
       const id = `load-${runId}-${i}`
       const parts = evidenceParts(envelope(`evt-${id}`, new Date().toISOString()), mediaBytes > 0 ? 'load.mp4' : undefined, mediaBytes)

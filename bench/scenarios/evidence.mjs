@@ -9,6 +9,9 @@
 //   gateway             node bin/gateway.js start, STORAGE=s3, BUS=local, fed by
 //                       bench/baselines/evidence-client.mjs (one process, one
 //                       connection per upload, body streamed from the file)
+//   gateway-tus         the same gateway, each clip sent resumably (tus) in
+//                       PATCHes of BENCH_EVIDENCE_TUS_PATCH_BYTES (8 MiB), then
+//                       committed by reference (bench/baselines/evidence-client.mjs)
 //   gateway-lean        the same with the memory profile of docs/evidence.md
 //                       (node --max-semi-space-size=2, a 3-slab pool), ratios
 //                       against the same direct rows: run when the default's
@@ -96,10 +99,10 @@ export default {
       const stamp = `${Date.now().toString(36)}-${randomBytes(3).toString('hex')}`
       const u = { ctx, k, s3, infra, infraEnv: infra.env, media, warmupMedia, clientsFile, stamp, timeoutMs: k.timeoutS * 1000 }
 
-      const main = { partSize: k.partSize, queueSize: k.queueSize, bufferBytes: k.bufferBytes, nodeArgs: [], direct: true }
+      const main = { partSize: k.partSize, queueSize: k.queueSize, bufferBytes: k.bufferBytes, nodeArgs: [], direct: true, tusPatchBytes: k.tusPatchBytes }
       rows.push(...await runConfig(u, main, 'gateway'))
       const gw = rows.find(r => r.label === 'gateway' && r.concurrency === maxC && !r.error)
-      const lean = { ...main, bufferBytes: k.lean.slabs * main.partSize, nodeArgs: k.lean.nodeArgs, direct: false }
+      const lean = { ...main, bufferBytes: k.lean.slabs * main.partSize, nodeArgs: k.lean.nodeArgs, direct: false, tusPatchBytes: 0 }
       const leanWhat = `${lean.nodeArgs.join(' ')}, STORAGE_BUFFER_BYTES=${lean.bufferBytes}`
       if (k.variant === 'always' || (k.variant === 'auto' && gw && gw.peakRssBytes > TARGETS.rssBytes)) {
         log(`evidence / gateway-lean: ${leanWhat}` + (k.variant === 'auto' ? ` (the default's ×${maxC} peak RSS ${fmt.mib(gw.peakRssBytes)} is over the target)` : ''))

@@ -74,6 +74,20 @@ t.test('drives batches and streams: every record of them acknowledged and publis
   t.equal(ids.filter(id => /-s[01]#\d+$/.test(id)).length, 6, 'six from the streams, named by stream and sequence number')
 })
 
+t.test('drives resumable uploads with forced disconnects: each cut, resumed from the server\'s offset, committed and published', async t => {
+  const gw = await startTestGateway(t, { LOG_LEVEL: 'error', S3_PART_SIZE: String(5 * 1024 * 1024) })
+  const out = outDir(t)
+  // 4/s for 1 s: 4 uploads of 12 MiB, each first PATCH cut after 7 MiB (one whole part kept, the rest sent again).
+  const run = await loadTool(['--url', gw.url, ...creds, '--rate', '4', '--duration', '1', '--mix', 'tus=1', '--media-bytes', String(12 * 1024 * 1024), '--tus-cut-after', String(7 * 1024 * 1024), '--timeout', '60', '--out', out])
+  t.equal(run.code, 0, run.stdout + run.stderr)
+  const report = JSON.parse(readFileSync(join(out, readdirSync(out).find(f => f.endsWith('.json'))!), 'utf8'))
+  t.same(report.results.kinds.tus.statuses, { 202: 4 })
+  const events = await settled(() => tailBus(gw.dataDir, 'stream.events.v1'), 4)
+  t.equal(new Set(events.map(m => m.value.event_id)).size, 4, 'each with an event_id of its own')
+  t.ok(events.every(m => m.value.media.length === 1 && m.value.media[0].size_bytes === 12 * 1024 * 1024), 'each with its whole clip')
+  t.equal(new Set(events.map(m => m.value.media[0].sha256)).size, 1, 'the same clip each time, hashed alike across the cut')
+})
+
 t.test('refuses a target that is not loopback unless told the tester owns it', async t => {
   for (const args of [['--url', 'http://192.0.2.10:8080'], ['--url', 'http://127.0.0.1:9', '--auth-url', 'https://login.example.com']]) {
     const run = await loadTool([...args, ...creds])
@@ -86,7 +100,7 @@ t.test('refuses a target that is not loopback unless told the tester owns it', a
 t.test('--mix takes kind=weight pairs of known kinds', async t => {
   const bad: Array<[string, RegExp]> = [
     ['telemetry=abc', /"telemetry=abc" is not kind=weight/],
-    ['video=10', /unknown kind "video" \(known: telemetry, batch, stream, evidence\)/],
+    ['video=10', /unknown kind "video" \(known: telemetry, batch, stream, evidence, tus\)/],
     ['telemetry=0,evidence=0', /at least one kind needs a weight above 0/],
     ['telemetry=5,telemetry=5', /"telemetry" is given twice/]
   ]

@@ -55,7 +55,8 @@ async function startGateway (u, target, bucket) {
 function readAccessLog (u, logFile, from, gwRows) {
   const stats = accessLogStats(logFile, from)
   const expected = gwRows.reduce((a, r) => a + r.concurrency, 0) + (u.warmupMedia ? 1 : 0)
-  const others = unexpectedStatuses(stats.statuses, ['202', '200'])
+  // A tus row's uploads answer 201 (creation) and 204 (each PATCH) before their commit's 202.
+  const others = unexpectedStatuses(stats.statuses, ['202', '200', '201', '204'])
   for (const r of gwRows) r.accessLog = { statuses: stats.statuses, expected202: expected, problems: stats.problems }
   if (Object.keys(others).length || stats.problems.length || (stats.statuses['202'] ?? 0) !== expected) {
     const msg = `access log (warm-up and measured uploads): ${formatStatuses(stats.statuses) || 'no request lines'} (expected 202×${expected})` +
@@ -65,7 +66,11 @@ function readAccessLog (u, logFile, from, gwRows) {
   }
 }
 
-/** Direct and gateway rows of one part/queue setting, concurrency by concurrency. */
+/**
+ * Direct and gateway rows of one part/queue setting, concurrency by
+ * concurrency; with `cfg.tusPatchBytes`, a row of resumable (tus) uploads
+ * through the same gateway after each multipart one.
+ */
 export async function runConfig (u, cfg, gwLabel) {
   const { ctx, k } = u
   const runs = [] // one entry per run; aggregated into rows at the end
@@ -98,13 +103,25 @@ export async function runConfig (u, cfg, gwLabel) {
             server = undefined
           }
         }
+        if (!cfg.tusPatchBytes) continue
+        const tusLabel = `${gwLabel}-tus`
+        try {
+          server ??= await startGateway(u, target, bucket)
+          runs.push({ ...await viaGateway(u, server, cfg, c, tusLabel, rep, cfg.tusPatchBytes), rep })
+        } catch (err) {
+          failed(tusLabel, c, rep, err)
+          if (server && !server.alive()) {
+            await ctx.stop(server).catch(() => {})
+            server = undefined
+          }
+        }
       }
     }
   } finally {
     if (server) {
       await ctx.stop(server).catch(err => ctx.warn(`${gwLabel}: stop failed: ${err.message}`))
       // After the stop: pino's log is flushed on shutdown.
-      readAccessLog(u, server.logFile, server.logStart ?? 0, runs.filter(r => r.label === gwLabel && !r.error))
+      readAccessLog(u, server.logFile, server.logStart ?? 0, runs.filter(r => (r.label === gwLabel || r.label === `${gwLabel}-tus`) && !r.error))
     }
   }
   return aggregate(runs)

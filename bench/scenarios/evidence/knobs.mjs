@@ -27,6 +27,8 @@ export function knobs (settings) {
     repeat: intEnv('BENCH_EVIDENCE_REPEAT', 3, 1),
     dir: process.env.BENCH_EVIDENCE_DIR || '/tmp/evidence-bench',
     variant: choiceEnv('BENCH_EVIDENCE_VARIANT', 'auto', ['auto', 'always', 'never']),
+    // Resumable (tus) rows: the same clip in PATCHes of this many bytes; 0 runs none.
+    tusPatchBytes: intEnv('BENCH_EVIDENCE_TUS_PATCH_BYTES', 8 * MiB, 0),
     // Another profile for gateway-lean, to find the cheapest one within the target.
     lean: { nodeArgs: listEnv('BENCH_EVIDENCE_LEAN_NODE_ARGS', LEAN.nodeArgs), slabs: intEnv('BENCH_EVIDENCE_LEAN_SLABS', LEAN.slabs, 1) },
     minioCpu: companionCpu('BENCH_MINIO_CPU', settings),

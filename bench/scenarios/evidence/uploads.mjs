@@ -102,8 +102,12 @@ export function evidenceClient (u, server, config, onStart) {
   })
 }
 
-/** One timed run through the gateway (already started, warmed up, token in hand). */
-export async function viaGateway (u, server, cfg, c, label, rep) {
+/**
+ * One timed run through the gateway (already started, warmed up, token in
+ * hand); with `tusPatchBytes`, each upload is resumable (tus) in PATCHes of
+ * that many bytes, then committed.
+ */
+export async function viaGateway (u, server, cfg, c, label, rep, tusPatchBytes) {
   const { ctx, k } = u
   const row = { label, concurrency: c, partSize: cfg.partSize, queueSize: cfg.queueSize, bufferBytes: cfg.bufferBytes, nodeArgs: cfg.nodeArgs, problems: [], notes: [] }
   ctx.log(`  ${runTag(u, label, c, rep)}: ${c} upload(s) of ${k.bytes} bytes through the gateway`)
@@ -114,7 +118,7 @@ export async function viaGateway (u, server, cfg, c, label, rep) {
     label: 'evidence-client',
     script: CLIENT_SCRIPT,
     cpu: ctx.wrkCpu,
-    config: { url: server.url, token: server.token, file: u.media.file, size: k.bytes, concurrency: c, timeoutMs: u.timeoutMs, runId: `${u.stamp}-${label}-${c}-${rep}`, metrics: true }
+    config: { url: server.url, token: server.token, file: u.media.file, size: k.bytes, concurrency: c, timeoutMs: u.timeoutMs, runId: `${u.stamp}-${label}-${c}-${rep}`, metrics: true, tusPatchBytes }
   })
   const o = t.out
   Object.assign(row, t.row, {
@@ -137,6 +141,7 @@ export async function viaGateway (u, server, cfg, c, label, rep) {
   if (wrongAck.length) row.problems.push(`202 with an unexpected body: ${wrongAck[0].body}`)
   if (!server.alive()) row.problems.push(`gateway died during the run (code ${server.child.exitCode}, signal ${server.child.signalCode})`)
   else await checkBucket(u, row, server.env.S3_BUCKET, c)
+  if (tusPatchBytes) row.notes.push(`tus: a creation, PATCHes of ${tusPatchBytes} bytes on one kept-alive connection, the event committed as JSON; the object is the upload's own (${'{tenant}'}/uploads/)`)
   row.othersCpu = othersCpu(row.system, row.serverCpu, row.clientCpuWithStart, row.minioCpu)
   return row
 }
