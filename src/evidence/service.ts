@@ -51,6 +51,8 @@ export class EvidenceService {
   private readonly allowlist: ReadonlySet<string>
   /** Requests being served, by the controller that aborts their upload. */
   private readonly running = new Map<AbortController, Promise<unknown>>()
+  /** Bodies being stored, multipart and resumable: `quiet` hears when none is left. */
+  private storing = 0
   private readonly accepted: Counter
   private readonly acceptedBytes: Counter
   /** tus, when the process has a place for the uploads' records. */
@@ -76,7 +78,7 @@ export class EvidenceService {
     storageMetrics(store, registry)
     this.accepted = new Counter({ name: 'gateway_evidence_uploads_total', help: 'Uploads accepted (202), idempotent replays not counted', registers: [registry] })
     this.acceptedBytes = new Counter({ name: 'gateway_evidence_media_bytes_total', help: 'Bytes of media in accepted uploads', registers: [registry] })
-    this.uploads = resumable === undefined ? undefined : new ResumableUploads(config, resumable.states, store, this.hashes, verifier, resumable.owner, log.child({ component: 'resumable-uploads' }))
+    this.uploads = resumable === undefined ? undefined : new ResumableUploads(config, resumable.states, store, this.hashes, verifier, resumable.owner, log.child({ component: 'resumable-uploads' }), { busy: () => this.busy(), idle: () => this.idle() })
   }
 
   start (): void {
@@ -117,14 +119,23 @@ export class EvidenceService {
 
   private serve (ctx: RequestContext): Promise<Reply> {
     const abort = new AbortController()
-    this.quiet.busy()
+    this.busy()
     const served = this.ingest(ctx, abort)
     this.running.set(abort, served)
     served.catch(() => undefined).finally(() => {
       this.running.delete(abort)
-      if (this.running.size === 0) this.quiet.idle()
+      this.idle()
     })
     return served
+  }
+
+  private busy (): void {
+    this.storing++
+    this.quiet.busy()
+  }
+
+  private idle (): void {
+    if (--this.storing === 0) this.quiet.idle()
   }
 
   private async ingest (ctx: RequestContext, abort: AbortController): Promise<Reply> {

@@ -1,7 +1,6 @@
 import { GatewayError } from '../../errors.js'
 import type { ByteSource, PartStore, SlabPool } from '../../storage/index.js'
 import type { HashPool } from '../hasher.js'
-import { unlessAborted } from '../upload.js'
 import type { HeldUpload } from './lock.js'
 import type { ChecksumAlgorithm } from './protocol.js'
 import type { UploadRecord } from './record.js'
@@ -49,11 +48,22 @@ export async function append (held: HeldUpload, body: ByteSource, options: Appen
   let slab: Uint8Array | undefined
   let filled = 0
   const chunks = body[Symbol.asyncIterator]()
+  // One listener for the whole body, not one per read (write-object.ts says why).
+  let stopRead: ((reason: unknown) => void) | undefined
+  const onAbort = (): void => stopRead?.(signal.reason)
+  signal.addEventListener('abort', onAbort, { once: true })
+  const nextChunk = (): Promise<IteratorResult<Uint8Array>> => signal.aborted
+    ? Promise.reject(signal.reason)
+    : new Promise((resolve, reject) => {
+      stopRead = reject
+      chunks.next().then(resolve, reject)
+    })
   try {
     slab = await lease.acquire(signal)
     const partEnd = (): number => Math.min(stored + partSize, length)
     while (true) {
-      const next = await unlessAborted(chunks.next(), signal)
+      const next = await nextChunk()
+      stopRead = undefined
       if (next.done === true) break
       const chunk = next.value
       for (let at = 0; at < chunk.length;) {
@@ -93,6 +103,7 @@ export async function append (held: HeldUpload, body: ByteSource, options: Appen
     check?.abandon()
     throw err
   } finally {
+    signal.removeEventListener('abort', onAbort)
     if (slab !== undefined) lease.release(slab)
     lease.close()
   }

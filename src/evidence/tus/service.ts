@@ -45,7 +45,9 @@ export class TusRoutes {
     private readonly hashes: HashPool,
     private readonly verifier: TokenVerifier,
     private readonly owner: LockOwner,
-    private readonly log: Logger
+    private readonly log: Logger,
+    /** Told when a body starts being stored and when it ends (the process's uploads in flight). */
+    private readonly quiet: { busy(): void, idle(): void }
   ) {}
 
   routes (): Route[] {
@@ -178,12 +180,14 @@ export class TusRoutes {
     const abort = new AbortController()
     ctx.onAbort(() => abort.abort(new Error('client disconnected')))
     this.running.add(abort)
+    this.quiet.busy()
     try {
       return await append(held, ctx.stream!, { parts: this.store.parts, slabs: this.store.slabs, hashes: this.hashes, signal: abort.signal, checksum })
     } catch (err) {
       throw ctx.stream?.errored ?? err
     } finally {
       this.running.delete(abort)
+      this.quiet.idle()
       await held.release()
     }
   }

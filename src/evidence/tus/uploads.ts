@@ -36,9 +36,10 @@ export class ResumableUploads {
     hashes: HashPool,
     verifier: TokenVerifier,
     owner: LockOwner,
-    private readonly log: Logger
+    private readonly log: Logger,
+    quiet: { busy(): void, idle(): void }
   ) {
-    this.tus = new TusRoutes(config, states, store, hashes, verifier, owner, log)
+    this.tus = new TusRoutes(config, states, store, hashes, verifier, owner, log, quiet)
   }
 
   routes (): Route[] {
