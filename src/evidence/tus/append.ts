@@ -9,27 +9,32 @@ export interface AppendOptions {
   parts: PartStore
   slabs: SlabPool
   hashes: HashPool
-  /** Aborts the append: the client left, the hold was lost, shutdown. */
-  signal: AbortSignal
+  /** Parts of the body being stored at once (S3_QUEUE_SIZE). */
+  queueSize: number
+  /** The client left: reading stops, and the whole parts it delivered are still stored and recorded. */
+  gone: AbortSignal
+  /** Everything stops, parts in flight too (shutdown). */
+  stop: AbortSignal
   /** Upload-Checksum of the whole body: nothing is recorded unless it matches. */
   checksum?: { algorithm: ChecksumAlgorithm, hex: string } | undefined
 }
 
-/** The part a body chunk must not run past: more than the upload's length is 413. */
 const tooLarge = (length: number): GatewayError =>
   new GatewayError('payload_too_large', `the body runs past Upload-Length (${length})`, { details: { body: `runs past Upload-Length ${length}` } })
 
+interface Progress { parts: string[], state: Uint8Array | undefined, stored: number, digest: string | undefined }
+
 /**
- * Streams a PATCH body into the upload's parts, one slab of the shared pool
- * at a time: each full part (or the last, shorter one) is stored and hashed
- * (the SHA-256 state carried on in a worker), then recorded, so a body cut
- * short keeps every whole part it delivered. Bytes after the last whole
- * part are not kept: the offset acknowledged is the end of that part, and
- * the client sends the rest again (tus lets a server take less than was
- * sent). With `checksum`, the parts are stored as they come but recorded
- * only once the body is whole and matches (460 otherwise): a part stored
- * and not recorded is replaced when it is sent again.
- * Returns the record as last written.
+ * Streams a PATCH body into the upload's parts through slabs of the shared
+ * pool: each full part (or the last, shorter one) is stored while the next
+ * is read (up to `queueSize` at once), hashed in order (the SHA-256 state
+ * carried on in a worker), and recorded in order, so a body cut short keeps
+ * every whole part it delivered. Bytes after the last whole part are not
+ * kept: the offset acknowledged is the end of that part, and the client
+ * sends the rest again (tus lets a server take less than was sent). With
+ * `checksum`, the parts are stored as they come but recorded only once the
+ * body is whole and matches (460 otherwise): a part stored and not recorded
+ * is replaced when it is sent again. Returns the record as last written.
  */
 export async function append (held: HeldUpload, body: ByteSource, options: AppendOptions): Promise<UploadRecord> {
   const start = held.record
@@ -39,78 +44,109 @@ export async function append (held: HeldUpload, body: ByteSource, options: Appen
     throw new GatewayError('internal_error', `the upload's parts are ${partSize} bytes and this process's S3_PART_SIZE is ${options.slabs.slabSize}: every node must share S3_PART_SIZE`)
   }
   const lease = options.slabs.lease(start.tenant)
-  const signal = AbortSignal.any([options.signal, lease.signal, held.lost.signal])
+  const failed = new AbortController()
+  /** What cuts the storing of parts short. */
+  const stopped = AbortSignal.any([options.stop, lease.signal, held.lost.signal, failed.signal])
+  /** What ends the reading: that, or the client gone. */
+  const reading = AbortSignal.any([stopped, options.gone])
   const check = options.checksum === undefined ? undefined : options.hashes.start(options.checksum.algorithm)
-  let parts = [...start.parts]
-  let state: Uint8Array | undefined = start.hash_state === undefined ? undefined : new Uint8Array(Buffer.from(start.hash_state, 'base64'))
-  let stored = start.offset
-  let digest: string | undefined
-  let slab: Uint8Array | undefined
-  let filled = 0
+  const initial = start.hash_state === undefined ? undefined : new Uint8Array(Buffer.from(start.hash_state, 'base64'))
+  let progress: Progress = { parts: [...start.parts], state: initial, stored: start.offset, digest: undefined }
+  /** The hash of the parts shipped so far, in order. */
+  let hashed: Promise<{ state: Uint8Array | undefined, digest: string | undefined }> = Promise.resolve({ state: initial, digest: undefined })
+  /** The progress recorded (or, with a checksum, held back) after the parts shipped so far, in order. */
+  let recorded: Promise<void> = Promise.resolve()
+  const pending = new Set<Promise<void>>()
+
+  const ship = (slab: Uint8Array, bytes: Uint8Array, n: number, end: number): void => {
+    const final = end === length
+    const hash = hashed.then(h => options.hashes.resume(h.state, bytes, final))
+    hashed = hash
+    const work = Promise.all([options.parts.part(start.key, start.handle, n, partSize, bytes, stopped), hash, check?.update(bytes)])
+      .finally(() => lease.release(slab))
+    const step = Promise.all([recorded, work]).then(async ([, [etag, h]]) => {
+      const parts = [...progress.parts]
+      parts[n - 1] = etag
+      progress = { parts, state: h.state, stored: end, digest: h.digest }
+      if (check === undefined) await record(held, options.parts, progress)
+    })
+    recorded = step
+    const done = step.then(() => undefined, (err: Error) => { failed.abort(err); throw err }).finally(() => { pending.delete(done) })
+    done.catch(() => undefined)
+    pending.add(done)
+  }
+
   const chunks = body[Symbol.asyncIterator]()
   // One listener for the whole body, not one per read (write-object.ts says why).
   let stopRead: ((reason: unknown) => void) | undefined
-  const onAbort = (): void => stopRead?.(signal.reason)
-  signal.addEventListener('abort', onAbort, { once: true })
-  const nextChunk = (): Promise<IteratorResult<Uint8Array>> => signal.aborted
-    ? Promise.reject(signal.reason)
+  const onAbort = (): void => stopRead?.(reading.reason)
+  reading.addEventListener('abort', onAbort, { once: true })
+  const nextChunk = (): Promise<IteratorResult<Uint8Array>> => reading.aborted
+    ? Promise.reject(reading.reason)
     : new Promise((resolve, reject) => {
       stopRead = reject
       chunks.next().then(resolve, reject)
     })
+  let slab: Uint8Array | undefined
+  let from = start.offset
+  let filled = 0
+  let cut: unknown
   try {
-    slab = await lease.acquire(signal)
-    const partEnd = (): number => Math.min(stored + partSize, length)
-    while (true) {
-      const next = await nextChunk()
-      stopRead = undefined
-      if (next.done === true) break
-      const chunk = next.value
-      for (let at = 0; at < chunk.length;) {
-        if (stored + filled === length) throw tooLarge(length)
-        const n = Math.min(chunk.length - at, partEnd() - stored - filled)
-        slab.set(chunk.subarray(at, at + n), filled)
-        filled += n
-        at += n
-        lease.filled(n)
-        if (stored + filled < partEnd()) continue
-        const bytes = slab.subarray(0, filled)
-        const final = stored + filled === length
-        const [etag, hashed] = await Promise.all([
-          options.parts.part(start.key, start.handle, stored / partSize + 1, partSize, bytes, signal),
-          options.hashes.resume(state, bytes, final),
-          check?.update(bytes)
-        ])
-        lease.stored()
-        parts = [...parts, etag]
-        state = hashed.state
-        digest = hashed.digest
-        stored += filled
-        filled = 0
-        if (check === undefined) await record(held, options.parts, { parts, state, stored, digest })
+    try {
+      slab = await lease.acquire(reading)
+      while (true) {
+        const next = await nextChunk()
+        stopRead = undefined
+        if (next.done === true) break
+        const chunk = next.value
+        for (let at = 0; at < chunk.length;) {
+          if (slab === undefined || from + filled === length) throw tooLarge(length)
+          const end = Math.min(from + partSize, length)
+          const n = Math.min(chunk.length - at, end - from - filled)
+          slab.set(chunk.subarray(at, at + n), filled)
+          filled += n
+          at += n
+          lease.filled(n)
+          if (from + filled < end) continue
+          lease.stored()
+          ship(slab, slab.subarray(0, filled), from / partSize + 1, end)
+          slab = undefined
+          from = end
+          filled = 0
+          while (pending.size >= options.queueSize) await Promise.race(pending)
+          if (from < length) slab = await lease.acquire(reading)
+        }
       }
+    } catch (err) {
+      // A client gone keeps what it delivered whole; anything else stops the parts too.
+      if (!options.gone.aborted || stopped.aborted) throw err
+      cut = err
     }
+    await Promise.all(pending)
+    if (cut !== undefined) throw cut
     if (check !== undefined) {
-      await check.update(slab.subarray(0, filled))
+      await check.update(slab === undefined ? new Uint8Array(0) : slab.subarray(0, filled))
       const got = await check.digest()
       if (got !== options.checksum!.hex) {
         throw new GatewayError('upload_checksum_mismatch', 'the body does not match Upload-Checksum; nothing was appended', { details: { 'Upload-Checksum': `${options.checksum!.algorithm} of the body does not match` } })
       }
-      if (stored > start.offset) await record(held, options.parts, { parts, state, stored, digest })
+      if (progress.stored > start.offset) await record(held, options.parts, progress)
     }
     return held.record
   } catch (err) {
+    failed.abort(err)
     check?.abandon()
+    await Promise.allSettled(pending)
     throw err
   } finally {
-    signal.removeEventListener('abort', onAbort)
+    reading.removeEventListener('abort', onAbort)
     if (slab !== undefined) lease.release(slab)
     lease.close()
   }
 }
 
 /** Writes what was stored into the record; the object is completed first when the last part is in. */
-async function record (held: HeldUpload, store: PartStore, done: { parts: string[], state: Uint8Array | undefined, stored: number, digest: string | undefined }): Promise<void> {
+async function record (held: HeldUpload, store: PartStore, done: Progress): Promise<void> {
   const current = held.record
   const next: UploadRecord = { ...current, parts: done.parts, offset: done.stored, hash_state: done.state === undefined ? undefined : Buffer.from(done.state).toString('base64') }
   if (done.stored === current.length) {

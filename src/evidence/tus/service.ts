@@ -178,11 +178,12 @@ export class TusRoutes {
   private async write (ctx: RequestContext, found: Versioned, checksum: ReturnType<typeof parseChecksum>): Promise<UploadRecord> {
     const held = await HeldUpload.take(this.states, found, this.owner)
     const abort = new AbortController()
-    ctx.onAbort(() => abort.abort(new Error('client disconnected')))
+    const gone = new AbortController()
+    ctx.onAbort(() => gone.abort(new Error('client disconnected')))
     this.running.add(abort)
     this.quiet.busy()
     try {
-      return await append(held, ctx.stream!, { parts: this.store.parts, slabs: this.store.slabs, hashes: this.hashes, signal: abort.signal, checksum })
+      return await append(held, ctx.stream!, { parts: this.store.parts, slabs: this.store.slabs, hashes: this.hashes, queueSize: this.config.s3QueueSize, gone: gone.signal, stop: abort.signal, checksum })
     } catch (err) {
       throw ctx.stream?.errored ?? err
     } finally {
