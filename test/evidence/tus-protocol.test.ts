@@ -1,6 +1,7 @@
 import t from 'tap'
 import { GatewayError } from '../../src/errors.js'
-import { checkOffsetContentType, checkResumable, nonNegative, parseChecksum, parseMetadata, uploadIdOf } from '../../src/evidence/tus/protocol.js'
+import { UPLOAD_ID, checkOffsetContentType, checkResumable, nonNegative, parseChecksum, parseMetadata, uploadIdOf } from '../../src/evidence/tus/protocol.js'
+import { expiryOf, uploadId } from '../../src/evidence/tus/record.js'
 
 const details = (fn: () => unknown): unknown => {
   try {
@@ -64,4 +65,12 @@ t.test('an upload URL: this service\'s path, absolute or not, with a 32-hex id',
   for (const bad of ['', 'not a url at all', `/v1/stream/uploads/${id}/more`, `/v1/stream/uploads/${id.toUpperCase()}`, `/v1/stream/events/${id}`, `/v1/stream/uploads/../uploads/${id}x`, 'http://[::1']) {
     t.equal(uploadIdOf(bad), undefined, JSON.stringify(bad))
   }
+})
+
+t.test('an upload id carries its expiry, to the second, and 96 random bits', async t => {
+  const expires = Date.UTC(2026, 11, 8, 12, 0, 0, 750)
+  const id = uploadId(expires, Buffer.alloc(12, 0xab))
+  t.match(id, UPLOAD_ID)
+  t.equal(id.slice(8), 'ab'.repeat(12))
+  t.equal(expiryOf(id), expires - 750, 'the second it expires in, never later than Upload-Expires')
 })

@@ -94,19 +94,26 @@ t.test('tus-js-client, unmodified, uploads 64 MB through a link that drops every
   t.equal(await sha256Of(s.s3, media[0].uri), file.sha256, 'the object is the file')
 })
 
-t.test('termination and expiry abort the S3 multipart upload and remove the record', async t => {
-  const s = await setup(t, { EVIDENCE_UPLOAD_EXPIRES_S: '2', S3_SWEEP_INTERVAL_MS: '200' })
+t.test('termination aborts the S3 multipart upload and removes the record', async t => {
+  const s = await setup(t)
   if (!s) return
-  const kept = uploadUrl(s.url, await create(s.url, s.token, 2 * PART))
-  t.equal((await patch(kept, s.token, 0, clip(PART).data)).headers.get('upload-offset'), String(PART))
-  t.equal((await gatewayKeys(s.s3, s.bucket, 'uploads/')).length, 1, 'with STORAGE=s3 and BUS=kafka the record is in the bucket, for every node')
   const ended = uploadUrl(s.url, await create(s.url, s.token, 2 * PART))
   t.equal((await patch(ended, s.token, 0, clip(PART).data)).headers.get('upload-offset'), String(PART))
-  t.equal((await openUploads(s.s3, s.bucket)).length, 2)
+  t.equal((await openUploads(s.s3, s.bucket)).length, 1)
+  t.equal((await gatewayKeys(s.s3, s.bucket, 'uploads/')).length, 1, 'with STORAGE=s3 and BUS=kafka the record is in the bucket, for every node')
   t.equal((await terminate(ended, s.token)).status, 204)
-  t.equal((await openUploads(s.s3, s.bucket)).length, 1, 'termination aborted its multipart upload')
-  await eventually(() => openUploads(s.s3, s.bucket), u => u.length === 0, 10_000)
-  t.pass('the sweep aborted the expired one')
-  t.same(await objectKeys(s.s3, s.bucket), [], 'no object is left')
-  t.same(await gatewayKeys(s.s3, s.bucket, 'uploads/'), [], 'their records are gone')
+  t.same(await openUploads(s.s3, s.bucket), [], 'termination aborted its multipart upload')
+  t.same(await gatewayKeys(s.s3, s.bucket, 'uploads/'), [], 'and removed its record')
+})
+
+t.test('expiry: the sweep aborts the S3 multipart upload of an unfinished upload, deletes the object of a finished one, and removes both records', async t => {
+  const s = await setup(t, { EVIDENCE_UPLOAD_EXPIRES_S: '1', S3_SWEEP_INTERVAL_MS: '200' })
+  if (!s) return
+  const open = uploadUrl(s.url, await create(s.url, s.token, 2 * PART))
+  await patch(open, s.token, 0, clip(PART).data)
+  await create(s.url, s.token, 1000, {}, clip(1000).data)
+  await eventually(() => gatewayKeys(s.s3, s.bucket, 'uploads/'), keys => keys.length === 0, 15_000)
+  t.pass('the records are gone')
+  t.same(await openUploads(s.s3, s.bucket), [], 'the unfinished one\'s multipart upload is aborted')
+  t.same(await objectKeys(s.s3, s.bucket), [], 'the finished one\'s object is deleted')
 })

@@ -56,8 +56,22 @@ export interface UploadStates {
   /** The new version, or undefined when the record changed or is gone. */
   replace(record: UploadRecord, version: string): Promise<string | undefined>
   delete(tenant: string, id: string): Promise<void>
-  /** The records of `tenant`, or of everyone. */
-  list(tenant?: string): Promise<Versioned[]>
+  /** The records of `tenant`, or of everyone; only those whose id `pick` takes, when given. */
+  list(tenant?: string, pick?: (id: string) => boolean): Promise<Versioned[]>
   /** Ms since the record was last written, on the store's clock. */
   ageMs(tenant: string, id: string): Promise<number | undefined>
+}
+
+/**
+ * An upload id: its Upload-Expires in epoch seconds (8 hex digits), then 96
+ * random bits (24 hex digits). The sweep tells an expired upload from its
+ * key alone, without reading every record of the cluster each round.
+ */
+export function uploadId (expiresAt: number, random: Buffer): string {
+  return Math.floor(expiresAt / 1000).toString(16).padStart(8, '0') + random.toString('hex', 0, 12)
+}
+
+/** The Upload-Expires (epoch ms) an id carries. */
+export function expiryOf (id: string): number {
+  return parseInt(id.slice(0, 8), 16) * 1000
 }

@@ -13,7 +13,7 @@ import {
   CHECKSUM_ALGORITHMS, TUS_EXTENSIONS, TUS_VERSION, UPLOAD_ID, UPLOADS_PATH,
   checkOffsetContentType, checkResumable, httpDate, nonNegative, parseChecksum, parseMetadata
 } from './protocol.js'
-import type { UploadRecord, UploadStates, Versioned } from './record.js'
+import { uploadId, type UploadRecord, type UploadStates, type Versioned } from './record.js'
 
 const SCOPE = 'stream:write'
 /** Seconds a client over its caps is told to wait: uploads end by completing, committing or expiring. */
@@ -136,14 +136,15 @@ export class TusRoutes {
     if (withBody && (ctx.declaredLength ?? 0) > length) throw new GatewayError('payload_too_large', 'the body runs past Upload-Length', { details: { body: `runs past Upload-Length ${length}` } })
     await this.checkCaps(tenant, length)
 
-    const id = randomBytes(16).toString('hex')
+    const now = Date.now()
+    const expiresAt = now + this.config.evidenceUploadExpiresS * 1000
+    const id = uploadId(expiresAt, randomBytes(12))
     const key = `${tenant}/uploads/${id}.${ext}`
     const handle = await this.store.parts.open(key, contentType!)
-    const now = Date.now()
     const record: UploadRecord = {
       id, tenant, length, offset: 0, part_size: this.store.slabs.slabSize, content_type: contentType!,
       ...(ctx.headers['upload-metadata'] !== undefined ? { metadata: ctx.headers['upload-metadata'] } : {}),
-      key, handle, parts: [], created_at: now, expires_at: now + this.config.evidenceUploadExpiresS * 1000, state: 'open'
+      key, handle, parts: [], created_at: now, expires_at: expiresAt, state: 'open'
     }
     const version = await this.states.create(record)
     const location = `${UPLOADS_PATH}/${id}`

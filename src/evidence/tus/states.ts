@@ -45,9 +45,9 @@ export class LocalUploadStates implements UploadStates {
     await this.db.remove(key(tenant, id))
   }
 
-  async list (tenant?: string): Promise<Versioned[]> {
+  async list (tenant?: string, pick: (id: string) => boolean = () => true): Promise<Versioned[]> {
     const range = tenant === undefined ? {} : { start: `${tenant}\u0000`, end: `${tenant}\u0001` }
-    return [...this.db.getRange(range)].map(({ value }) => ({ record: value.record, version: value.version }))
+    return [...this.db.getRange(range)].filter(({ value }) => pick(value.record.id)).map(({ value }) => ({ record: value.record, version: value.version }))
   }
 
   async ageMs (tenant: string, id: string): Promise<number | undefined> {
@@ -61,6 +61,7 @@ function key (tenant: string, id: string): string {
 }
 
 const PREFIX = 'uploads/'
+const READS_AT_ONCE = 16
 
 /**
  * A cluster: `_gateway/uploads/<tenant>/<id>.json`, replaced with `If-Match`
@@ -90,10 +91,16 @@ export class SharedUploadStates implements UploadStates {
     return this.documents.delete(path(tenant, id))
   }
 
-  async list (tenant?: string): Promise<Versioned[]> {
-    const listed = await this.documents.list(tenant === undefined ? PREFIX : `${PREFIX}${tenant}/`)
-    const found = await Promise.all(listed.map(l => this.documents.get<UploadRecord>(l.key)))
-    return found.flatMap(f => f === undefined ? [] : [{ record: f.value, version: f.etag }])
+  async list (tenant?: string, pick: (id: string) => boolean = () => true): Promise<Versioned[]> {
+    const listed = (await this.documents.list(tenant === undefined ? PREFIX : `${PREFIX}${tenant}/`))
+      .filter(l => pick(l.key.slice(l.key.lastIndexOf('/') + 1, -'.json'.length)))
+    const out: Versioned[] = []
+    // A few reads at a time: after an outage the sweep may find thousands.
+    for (let i = 0; i < listed.length; i += READS_AT_ONCE) {
+      const found = await Promise.all(listed.slice(i, i + READS_AT_ONCE).map(l => this.documents.get<UploadRecord>(l.key)))
+      for (const f of found) if (f !== undefined) out.push({ record: f.value, version: f.etag })
+    }
+    return out
   }
 
   ageMs (tenant: string, id: string): Promise<number | undefined> {

@@ -7,8 +7,8 @@ import type { ObjectStore } from '../../storage/index.js'
 import type { HashPool } from '../hasher.js'
 import type { StoredMedia } from '../published.js'
 import type { LockOwner } from './lock.js'
-import { uploadIdOf } from './protocol.js'
-import type { UploadStates, Versioned } from './record.js'
+import { UPLOAD_ID, uploadIdOf } from './protocol.js'
+import { expiryOf, type UploadStates, type Versioned } from './record.js'
 import { TusRoutes, discard, isExpired } from './service.js'
 
 /** A media hint that names an upload, as an event commits it. */
@@ -64,11 +64,14 @@ export class ResumableUploads {
   /**
    * Removes uploads past Upload-Expires that no event committed (their parts
    * are aborted, or their object deleted) and the records of committed ones
-   * past it; how many.
+   * past it; how many. A record marked expired by a termination is removed
+   * by it, and its id's expiry is still ahead: should that removal fail, the
+   * sweep finds it when the id expires.
    */
   async sweep (now = Date.now()): Promise<number> {
     let removed = 0
-    for (const found of await this.states.list()) {
+    // Only the records whose id says they have expired are read.
+    for (const found of await this.states.list(undefined, id => !UPLOAD_ID.test(id) || expiryOf(id) <= now)) {
       const record = found.record
       if (record.state === 'committed') {
         if (record.expires_at > now) continue
