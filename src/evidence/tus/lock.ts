@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import { GatewayError } from '../../errors.js'
+import { localProcessAlive, processIdentity } from '../../state/index.js'
 import type { UploadRecord, UploadStates, Versioned } from './record.js'
 
 /**
@@ -24,8 +25,9 @@ export const locked = (id: string): GatewayError =>
 /**
  * One request's hold on an upload: one PATCH at a time writes it. Taken by a
  * conditional replace that adds the lock; a lock is free once released, or
- * when its process is known to be gone (on one DATA_DIR, at once: the
- * incarnations say), or once it has not been rewritten for LOCK_MS. `lost` aborts when another request took over.
+ * at once when its process is known to be gone (on one DATA_DIR the
+ * incarnations say, on one machine the kernel), or once it has not been
+ * rewritten for LOCK_MS. `lost` aborts when another request took over.
  */
 export class HeldUpload {
   readonly lost = new AbortController()
@@ -39,12 +41,14 @@ export class HeldUpload {
   /** Holds the upload for this request, or throws 423 `upload_locked`. */
   static async take (states: UploadStates, found: Versioned, owner: LockOwner): Promise<HeldUpload> {
     const { record, version } = found
-    if (record.lock !== undefined) {
-      const holder = record.lock.owner
-      const gone = holder !== owner.id && (!states.shared || owner.knows(holder)) && !owner.isAlive(holder)
+    const lock = record.lock
+    if (lock !== undefined && lock.owner !== owner.id) {
+      const onThisMachine = lock.pid === undefined ? undefined : localProcessAlive(lock.host, lock.pid, lock.proc_start)
+      const gone = onThisMachine === false || ((!states.shared || owner.knows(lock.owner)) && !owner.isAlive(lock.owner))
       if (!gone && ((await states.ageMs(record.tenant, record.id)) ?? 0) < LOCK_MS) throw locked(record.id)
-    }
-    const held = { ...record, lock: { owner: owner.id, token: randomUUID() } }
+    } else if (lock !== undefined) throw locked(record.id)
+    const { host, proc_start: procStart } = processIdentity()
+    const held = { ...record, lock: { owner: owner.id, token: randomUUID(), pid: process.pid, ...(host !== undefined ? { host } : {}), ...(procStart !== undefined ? { proc_start: procStart } : {}) } }
     const next = await states.replace(held, version)
     if (next === undefined) throw locked(record.id)
     return new HeldUpload(states, held, next)

@@ -32,8 +32,12 @@ export interface UploadRecord {
   etag?: string
   /** The idempotency key of the event that committed it. */
   committed_to?: string
-  /** The PATCH writing it: its process (incarnation) and a token of its own. */
-  lock?: { owner: string, token: string }
+  /**
+   * The PATCH writing it: its process (incarnation), a token of its own, and
+   * the process's kernel, pid and start, so a process on the same machine
+   * asks the kernel whether the holder still runs.
+   */
+  lock?: { owner: string, token: string, pid?: number, host?: string, proc_start?: string }
 }
 
 export interface Versioned {
