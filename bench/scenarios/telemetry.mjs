@@ -24,6 +24,13 @@
 //   gateway-kafka-batch  the same batches through the gateway, Kafka acks=all,
 //                    gzip (KAFKA_COMPRESSION's default); then at 70% of its
 //                    peak. Its rec/s is req/s × records per request
+//   kafkajs-batch    bench/baselines/kafkajs-produce.mjs: kafkajs alone on the
+//                    server's core producing a batch's records (gzip,
+//                    acks=all), no HTTP: the bus ceiling (telemetry/bus-ceiling.mjs)
+//   gateway-kafka-stream  the WebSocket stream, BENCH_STREAMS streams of
+//                    BENCH_STREAM_RECORDS record(s) a message, driven by
+//                    bench/baselines/stream-client.mjs (telemetry/stream.mjs);
+//                    then at 70% of its peak
 //
 // Kafka runs pinned to the load generator's CPU (BENCH_KAFKA_CPU), so the
 // server under test keeps its core to itself; see bench/README.md.
@@ -43,12 +50,15 @@ import { AUDIENCE, CLIENT, ISSUER, login, signToken } from '../lib/login.mjs'
 import { numberEnv, companionCpu } from '../lib/env.mjs'
 import { boundKind, boundNote, cpuShares, littlesLaw, loadCoreBusy, verdict } from '../lib/verdicts.mjs'
 import { REPO_DIR } from '../lib/paths.mjs'
+import { figure, figuresOf, wrkFigures } from '../lib/figures.mjs'
+import { streamRows } from './telemetry/stream.mjs'
+import { kafkajsRow } from './telemetry/bus-ceiling.mjs'
 
 const FIXTURE = 'test/fixtures/asset-track.json'
 const BODY = readFileSync(join(REPO_DIR, FIXTURE)) // sent as is, byte for byte
 const PATH = '/v1/asset/track'
 const BATCH_PATH = '/v1/asset/track:batch'
-const KAFKA_TARGETS = ['fastify-kafkajs', 'go-peer', 'gateway-kafka', 'go-peer-batch', 'gateway-kafka-batch']
+const KAFKA_TARGETS = ['fastify-kafkajs', 'go-peer', 'gateway-kafka', 'go-peer-batch', 'gateway-kafka-batch', 'gateway-kafka-stream', 'kafkajs-batch']
 
 
 /** NDJSON of `n` records: the example record on one line, each with its own asset_id. */
@@ -65,7 +75,10 @@ function knobs (settings) {
     pacedConnections: numberEnv('BENCH_PACED_CONNECTIONS', 300, n => Number.isInteger(n) && n >= 1),
     // Seconds of load on the fresh broker before any target is measured (its JIT).
     kafkaWarmup: numberEnv('BENCH_KAFKA_WARMUP', 30, n => Number.isInteger(n) && n >= 0),
-    batchRecords: numberEnv('BENCH_BATCH_RECORDS', 100, n => Number.isInteger(n) && n >= 1 && n <= 1000)
+    batchRecords: numberEnv('BENCH_BATCH_RECORDS', 100, n => Number.isInteger(n) && n >= 1 && n <= 1000),
+    streams: numberEnv('BENCH_STREAMS', 4, n => Number.isInteger(n) && n >= 1 && n <= 8),
+    streamRecords: numberEnv('BENCH_STREAM_RECORDS', 1, n => Number.isInteger(n) && n >= 1 && n <= 500),
+    streamInFlight: numberEnv('BENCH_STREAM_IN_FLIGHT', 250, n => Number.isInteger(n) && n >= 1)
   }
 }
 
@@ -143,6 +156,8 @@ export default {
   name: 'telemetry',
   description: 'POST /v1/asset/track, full example record: gateway with Kafka acks=all and local bus beside bare uWS + JSON.parse, Fastify + kafkajs and the Go peer (fasthttp + franz-go)',
   baseline: 'bare-uws-json',
+  // Beside wrk's figures, acknowledged records a second: a batch or a stream message carries many.
+  figures: rows => [...wrkFigures(rows), ...figuresOf(rows, r => [figure(r, 'records', 'rec/s', r.label, 'rec/s', r.recordsPerSec)])],
   headline (settings) {
     const k = knobs(settings)
     const kafka = settings.targets.length > 0 && !settings.targets.some(t => KAFKA_TARGETS.includes(t))
@@ -202,6 +217,8 @@ export default {
           logStats: true,
           paced: true
         },
+        // The bus's ceiling for the batch and stream rows: no server, kafkajs alone on the server's core.
+        { target: { label: 'kafkajs-batch', kind: 'baseline' }, bus: true },
         { target: bareUws({ label: 'bare-uws-batch', script: 'bare-uws-batch.mjs' }), request: async () => request('unused', batch), records: k.batchRecords },
         {
           // The same batches through the Go peer's batch route, gzipped as the gateway's are.
@@ -216,6 +233,10 @@ export default {
           logStats: true,
           paced: true,
           records: k.batchRecords
+        },
+        {
+          target: gateway({ label: 'gateway-kafka-stream', env: { ...kafkaEnv, AUTH_CLIENTS_FILE: clientsFile, AUTH_ISSUER: ISSUER } }),
+          stream: true
         },
         {
           target: gateway({ label: 'gateway-local', env: { BUS: 'local', AUTH_CLIENTS_FILE: clientsFile, AUTH_ISSUER: ISSUER } }),
@@ -246,6 +267,23 @@ export default {
         let paced
         let at0
         let at1
+        if (t.bus) {
+          try {
+            rows[rows.length - 1] = await kafkajsRow(ctx, { label, brokers: infra.brokers, kafkaPid: infra.kafkaPid, bodyFile: join(REPO_DIR, FIXTURE), perSend: k.batchRecords })
+          } catch (err) {
+            if (interrupted()) throw err
+            Object.assign(row, { error: err.message, problems: [err.message] })
+          }
+          continue
+        }
+        if (t.stream) {
+          await ctx.withServer(t.target, row, async server => {
+            const [closed, ...more] = await streamRows(ctx, server, { label, token: await login(server.url), bodyFile: join(REPO_DIR, FIXTURE), k, companions })
+            Object.assign(row, closed, { problems: [...row.problems, ...closed.problems], closedReqPerSec: closed.reqPerSec, records: k.streamRecords })
+            for (const m of more) rows.push(Object.assign(m, { records: k.streamRecords }))
+          })
+          continue
+        }
         await ctx.withServer(t.target, row, async server => {
           const req = await t.request(server)
           at0 = logSize(server.logFile)
@@ -343,6 +381,16 @@ function readRows (rows, ctx, k) {
   if (gbPaced && !gbPaced.error) {
     notes.push(`target p99 of an acknowledgment ≤ ${TARGETS.batchPacedP99Ms} ms at ${Math.round(k.pacedLoad * 100)}% of peak: gateway-kafka-batch p99 ${fmt.ms(gbPaced.latencyMs?.p99)} ms at ${gbPaced.paced.targetReqPerSec} batches/s: ` +
       v(gbPaced.latencyMs?.p99 !== undefined && gbPaced.latencyMs.p99 <= TARGETS.batchPacedP99Ms, gbPaced))
+  }
+  const gs = find('gateway-kafka-stream')
+  const gsPaced = rows.find(r => r.paced && r.label.startsWith('gateway-kafka-stream@'))
+  if (gs) {
+    notes.push(`target ≥ ${TARGETS.batchRecordsPerSec} acknowledged records/s on one core, Kafka acks=all, gzip: gateway-kafka-stream ${Math.round(gs.recordsPerSec)} records/s, ${gs.records} a message ` +
+      `(${fmt.int(gs.cpuUsPerReq / gs.records)} µs of CPU a record): ${v(gs.recordsPerSec >= TARGETS.batchRecordsPerSec, gs)}`)
+  }
+  if (gsPaced && !gsPaced.error) {
+    notes.push(`target p99 of an acknowledgment ≤ ${TARGETS.batchPacedP99Ms} ms at ${Math.round(k.pacedLoad * 100)}% of peak: gateway-kafka-stream p99 ${fmt.ms(gsPaced.latencyMs?.p99)} ms at ${gsPaced.paced.targetReqPerSec} messages/s: ` +
+      v(gsPaced.latencyMs?.p99 !== undefined && gsPaced.latencyMs.p99 <= TARGETS.batchPacedP99Ms, gsPaced))
   }
   if (gkPaced && !gkPaced.error) {
     const p99 = gkPaced.latencyMs?.p99
