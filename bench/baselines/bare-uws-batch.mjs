@@ -12,7 +12,11 @@ import { REPO_DIR } from '../lib/paths.mjs'
 
 const { ndjsonSpans } = await import(join(REPO_DIR, 'dist', 'telemetry', 'batch-body.js'))
 const { recordMessage, recordRequestId, resultText, batchAnswer } = await import(join(REPO_DIR, 'dist', 'telemetry', 'batch.js'))
+const { recordChecks } = await import(join(REPO_DIR, 'dist', 'telemetry', 'record.js'))
+const { variables } = await import(join(REPO_DIR, 'dist', 'config', 'variables.js'))
 const { GatewayError } = await import(join(REPO_DIR, 'dist', 'errors.js'))
+// The gateway's checks with its default TELEMETRY_METRICS_SCHEMAS.
+const checks = recordChecks(variables.find(v => v.name === 'TELEMETRY_METRICS_SCHEMAS').default)
 const MAX_RECORD = 1024 * 1024
 
 const uWS = loadUws('bare-uws-batch')
@@ -23,7 +27,7 @@ const app = uWS.App().post('/v1/asset/track:batch', (res, req) => {
     const results = []
     const failures = []
     for (const [i, [start, end]] of ndjsonSpans(body).entries()) {
-      const m = recordMessage(body.subarray(start, end), { clientId: 'bench', requestId: recordRequestId(requestId, i), receivedAt, tenantKey: 'bench' }, MAX_RECORD)
+      const m = recordMessage(checks, body.subarray(start, end), { clientId: 'bench', requestId: recordRequestId(requestId, i), receivedAt, tenantKey: 'bench' }, MAX_RECORD)
       const err = m instanceof GatewayError ? m : undefined
       if (err) failures.push(err)
       results.push(resultText(i, err))

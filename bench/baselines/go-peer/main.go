@@ -226,11 +226,12 @@ func compression(name string) (kgo.CompressionCodec, error) {
 func ensureTopic(ctx context.Context, client *kgo.Client, topic string, partitions int) error {
 	admin := kadm.NewClient(client)
 	res, err := admin.CreateTopic(ctx, int32(partitions), -1, nil, topic)
-	if err != nil {
-		return err
+	// kadm returns the topic's own error as err too: a topic another peer made first is no error.
+	if err == nil {
+		err = res.Err
 	}
-	if res.Err != nil && !errors.Is(res.Err, kerr.TopicAlreadyExists) {
-		return res.Err
+	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+		return err
 	}
 	return nil
 }
