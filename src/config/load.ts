@@ -227,6 +227,10 @@ function crossChecks (c: Config, env: NodeJS.ProcessEnv): string[] {
   if (c.httpBodyBufferBytes < c.telemetryMaxBody) problems.push(`HTTP_BODY_BUFFER_BYTES (${c.httpBodyBufferBytes}) must hold at least one TELEMETRY_MAX_BODY (${c.telemetryMaxBody})`)
   if (c.httpBodyBufferBytes < c.telemetryBatchMaxBody) problems.push(`HTTP_BODY_BUFFER_BYTES (${c.httpBodyBufferBytes}) must hold at least one TELEMETRY_BATCH_MAX_BODY (${c.telemetryBatchMaxBody})`)
   problems.push(...metricsSchemaProblems(c.telemetryMetricsSchemas))
+  // A resumable upload's parts must outlive it: the bucket's rule would abort them under a client still sending.
+  if (c.storage === 's3' && c.s3AbortIncompleteUploadsDays > 0 && c.evidenceUploadExpiresS > c.s3AbortIncompleteUploadsDays * 86_400) {
+    problems.push(`EVIDENCE_UPLOAD_EXPIRES_S (${c.evidenceUploadExpiresS}) must not pass S3_ABORT_INCOMPLETE_UPLOADS_DAYS (${c.s3AbortIncompleteUploadsDays} d): the bucket's rule would abort a resumable upload's parts while it may still be resumed`)
+  }
   if (c.storageBufferBytes < c.s3PartSize) problems.push(`STORAGE_BUFFER_BYTES (${c.storageBufferBytes}) must hold at least one S3_PART_SIZE (${c.s3PartSize})`)
   return problems
 }

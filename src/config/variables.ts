@@ -110,7 +110,7 @@ export const variables = [
   { name: 'EVIDENCE_EVENT_TYPES', type: 'list', default: [], description: 'event types allowed beyond the built-in allowlist' },
   { name: 'EVIDENCE_PLAYBACK_BASE_URL', type: 'url', description: 'adds `playback_url` to published media' },
   { name: 'EVIDENCE_HASH_THREADS', type: 'integer', default: 2, minimum: 1, maximum: 64, description: 'worker threads that hash media (SHA-256) off the event loop' },
-  { name: 'EVIDENCE_UPLOAD_EXPIRES_S', type: 'integer', default: 86400, minimum: 1, description: 'life of a resumable (tus) upload not committed to an event (`Upload-Expires`, from its creation); then the sweep aborts its parts or deletes its object. Keep it under the bucket\'s abort rule (S3_ABORT_INCOMPLETE_UPLOADS_DAYS)' },
+  { name: 'EVIDENCE_UPLOAD_EXPIRES_S', type: 'integer', default: 86400, minimum: 1, description: 'life of a resumable (tus) upload not committed to an event (`Upload-Expires`, from its creation); then the sweep aborts its parts or deletes its object. At most S3_ABORT_INCOMPLETE_UPLOADS_DAYS with STORAGE=s3 (checked at start): the bucket\'s rule would abort its parts' },
   { name: 'EVIDENCE_UPLOAD_MAX_OPEN', type: 'integer', default: 64, minimum: 1, description: 'resumable uploads one client may have open (created, not committed nor expired); the next creation gets 429 `too_many_uploads`' },
   { name: 'EVIDENCE_UPLOAD_MAX_BYTES_HELD', type: 'integer', default: 8 * 1024 * MiB, minimum: 1, description: 'sum of the `Upload-Length` of one client\'s open resumable uploads; a creation past it gets 429 `too_many_uploads`' },
   { name: 'IDEMPOTENCY_TTL_S', type: 'integer', default: 86400, minimum: 1, description: 'how long an event_id is remembered' },

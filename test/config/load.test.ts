@@ -189,3 +189,10 @@ t.test('TELEMETRY_METRICS_SCHEMAS adds values to the spec\'s, never replaces it'
   t.equal(problemsOf({ TELEMETRY_METRICS_SCHEMAS: 'svc.metrics@1.0,mïot' }),
     'invalid configuration:\n  - TELEMETRY_METRICS_SCHEMAS: "mïot" must be 1 to 64 visible ASCII characters')
 })
+
+t.test('a resumable upload may not outlive the bucket\'s rule that aborts incomplete multipart uploads', async t => {
+  t.throws(() => loadConfig({ STORAGE: 's3', EVIDENCE_UPLOAD_EXPIRES_S: String(2 * 86_400), S3_ABORT_INCOMPLETE_UPLOADS_DAYS: '1' }), /EVIDENCE_UPLOAD_EXPIRES_S \(172800\) must not pass S3_ABORT_INCOMPLETE_UPLOADS_DAYS \(1 d\)/)
+  t.equal(loadConfig({ STORAGE: 's3', EVIDENCE_UPLOAD_EXPIRES_S: String(2 * 86_400), S3_ABORT_INCOMPLETE_UPLOADS_DAYS: '2' }).evidenceUploadExpiresS, 172_800)
+  t.equal(loadConfig({ STORAGE: 's3', EVIDENCE_UPLOAD_EXPIRES_S: String(9 * 86_400), S3_ABORT_INCOMPLETE_UPLOADS_DAYS: '0' }).evidenceUploadExpiresS, 777_600, 'no rule set by the gateway (0)')
+  t.equal(loadConfig({ EVIDENCE_UPLOAD_EXPIRES_S: String(9 * 86_400) }).evidenceUploadExpiresS, 777_600, 'the filesystem store has no such rule')
+})
