@@ -409,24 +409,27 @@ start_kafka() {
   spawn "$RUN/kafka.pid" "$RUN/kafka/kafka.out" "${KAFKA_CMD[@]}"
 }
 
+# kafka_fail MESSAGE [DIR]: the tails of the failing node's logs (DIR, default node 1's), then exit 1.
 kafka_fail() {
+  local dir="${2:-$RUN/kafka}"
   log "Kafka failed: $1"
-  log "--- tail of $RUN/kafka/logs/server.log ---"
-  tail -n 40 "$RUN/kafka/logs/server.log" >&2 2>/dev/null || true
-  log "--- tail of $RUN/kafka/kafka.out ---"
-  tail -n 20 "$RUN/kafka/kafka.out" >&2 2>/dev/null || true
+  log "--- tail of $dir/logs/server.log ---"
+  tail -n 40 "$dir/logs/server.log" >&2 2>/dev/null || true
+  log "--- tail of $dir/kafka.out ---"
+  tail -n 20 "$dir/kafka.out" >&2 2>/dev/null || true
   log "Kafka failed: $1 (whatever else runs stays up: '$0 down' stops it)"
   exit 1
 }
 
-# wait_kafka [PORT RUNNING]: until the broker on PORT (default node 1's)
-# answers, failing as soon as RUNNING (a function) says its process is gone.
+# wait_kafka [PORT RUNNING DIR]: until the broker on PORT (default node 1's)
+# answers, failing as soon as RUNNING (a function) says its process is gone,
+# with the logs of the node in DIR.
 wait_kafka() {
-  local port="${1:-$KAFKA_PORT}" running="${2:-kafka_running}"
+  local port="${1:-$KAFKA_PORT}" running="${2:-kafka_running}" dir="${3:-$RUN/kafka}"
   local deadline=$((SECONDS + TIMEOUT))
   while ! tcp_open "$port"; do
-    "$running" || kafka_fail "the Kafka process exited during startup"
-    (( SECONDS < deadline )) || kafka_fail "port $port not open after ${TIMEOUT}s"
+    "$running" || kafka_fail "the Kafka process exited during startup" "$dir"
+    (( SECONDS < deadline )) || kafka_fail "port $port not open after ${TIMEOUT}s" "$dir"
     sleep 0.5
   done
   # A metadata round trip through the real client: list topics.
@@ -434,8 +437,8 @@ wait_kafka() {
       --bootstrap-server "127.0.0.1:$port" \
       --command-config "$RUN/kafka/tools-client.properties" --list \
       >"$RUN/kafka/logs/check.log" 2>&1; do
-    "$running" || kafka_fail "the Kafka process exited during startup"
-    (( SECONDS < deadline )) || { cat "$RUN/kafka/logs/check.log" >&2; kafka_fail "no answer to a topic listing after ${TIMEOUT}s"; }
+    "$running" || kafka_fail "the Kafka process exited during startup" "$dir"
+    (( SECONDS < deadline )) || { cat "$RUN/kafka/logs/check.log" >&2; kafka_fail "no answer to a topic listing after ${TIMEOUT}s" "$dir"; }
     sleep 1
   done
   log "Kafka answers on 127.0.0.1:$port"
@@ -648,7 +651,7 @@ cmd_up_broker2() {
     kafka_server_cmd "$RUN/kafka2"
     spawn "$RUN/kafka2.pid" "$RUN/kafka2/kafka.out" "${KAFKA_CMD[@]}"
   fi
-  wait_kafka "$BROKER2_PORT" broker2_running
+  wait_kafka "$BROKER2_PORT" broker2_running "$RUN/kafka2"
   echo "KAFKA_BROKER2=127.0.0.1:$BROKER2_PORT"
 }
 
