@@ -19,8 +19,7 @@
 //                    with BENCH_BATCH_RECORDS (100) NDJSON records, each given
 //                    the gateway's own per-record work and nothing else: the
 //                    ceiling of the batch route
-//   go-peer-batch    the Go peer's batch route (bench/baselines/go-peer/batch.go),
-//                    gzip, the same batches
+//   go-peer-batch    the Go peer's batch route (go-peer/batch.go), gzip, the same batches
 //   gateway-kafka-batch  the same batches through the gateway, Kafka acks=all,
 //                    gzip (KAFKA_COMPRESSION's default); then at 70% of its
 //                    peak. Its rec/s is req/s × records per request
@@ -59,7 +58,6 @@ const BODY = readFileSync(join(REPO_DIR, FIXTURE)) // sent as is, byte for byte
 const PATH = '/v1/asset/track'
 const BATCH_PATH = '/v1/asset/track:batch'
 const KAFKA_TARGETS = ['fastify-kafkajs', 'go-peer', 'gateway-kafka', 'go-peer-batch', 'gateway-kafka-batch', 'gateway-kafka-stream', 'kafkajs-batch']
-
 
 /** NDJSON of `n` records: the example record on one line, each with its own asset_id. */
 function batchBody (n) {
