@@ -4,6 +4,7 @@ import { performance } from 'node:perf_hooks'
 import '../helpers/no-keepalive.js'
 import { startTestGateway } from '../helpers/gateway.js'
 import { readSse } from '../helpers/sse.js'
+import { eventually } from '../helpers/settle.js'
 
 /**
  * The harness's shared resources against one principal (issue 38, rows 2,
@@ -100,11 +101,9 @@ async function startMany (url: string, name: string, count: number): Promise<str
 /** The runs' records once every one has ended, with the bytes of the events each stored. */
 async function ended (url: string, name: string, ids: string[]): Promise<Array<{ status: string, error: { code: string } | null, bytes: number }>> {
   return Promise.all(ids.map(async id => {
-    for (;;) {
-      const record = await (await fetch(`${url}/runs/${id}`, { headers: tenant(name) })).json() as { status: string, error: { code: string } | null, events: unknown[] }
-      if (['succeeded', 'failed', 'cancelled'].includes(record.status)) return { status: record.status, error: record.error, bytes: record.events.reduce<number>((n, e) => n + JSON.stringify(e).length, 0) }
-      await new Promise(resolve => setTimeout(resolve, 200))
-    }
+    const record = await eventually(async () => await (await fetch(`${url}/runs/${id}`, { headers: tenant(name) })).json() as { status: string, error: { code: string } | null, events: unknown[] },
+      r => ['succeeded', 'failed', 'cancelled'].includes(r.status), 120_000, 200)
+    return { status: record.status, error: record.error, bytes: record.events.reduce<number>((n, e) => n + JSON.stringify(e).length, 0) }
   }))
 }
 
@@ -131,13 +130,12 @@ t.test('row 4: a tenant\'s runs writing faster than its rate are paced, and its 
   const rate = 16 * 1024
   const { harnessUrl: url } = await startTestGateway(t, { HARNESS_TENANT_WRITE_BYTES_PER_S: String(rate) })
   const ids = await startMany(url, 'mallory', 4)
-  let refused: Response | undefined
-  for (let i = 0; i < 40 && refused === undefined; i++) {
-    await new Promise(resolve => setTimeout(resolve, 250))
+  const start = async (): Promise<Response> => {
     const res = await fetch(`${url}/runs:start`, { method: 'POST', headers: { ...JSON_HEADERS, ...tenant('mallory') }, body: JSON.stringify({ message: 'm', mode: 'echo' }) })
-    if (res.status === 429) refused = res
-    else ids.push(((await res.json()) as { run_id: string }).run_id)
+    if (res.status !== 429) ids.push(((await res.json()) as { run_id: string }).run_id)
+    return res
   }
+  const refused = await eventually(start, res => res.status === 429, 10_000, 250).catch(() => undefined)
   t.ok(refused, 'once its burst (8 s of its rate) is written, a start of the tenant is refused')
   const wait = Number(refused?.headers.get('retry-after'))
   t.ok(wait >= 1, `Retry-After ${wait} s: the time the tenant's deficit takes to refill`)
