@@ -78,6 +78,7 @@ export const reasons = {
   runs_unavailable: 'overloaded',
   run_owner_unavailable: 'overloaded',
   too_many_streams: 'too_many_streams',
+  too_many_reads: 'rate_limited',
   run_storage_limit: 'rate_limited'
 } as const satisfies Record<string, ErrorCode>
 

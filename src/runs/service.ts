@@ -23,6 +23,7 @@ import { parseEventsAfter, parseLastEventId, parseRunRequest, requireJsonBody, t
 import { SingleNodeRuns } from './single.js'
 import { SseStream } from './sse.js'
 import { ReplayBudget } from './replay-budget.js'
+import { ReadRate } from './read-rate.js'
 import { StreamBudget } from './stream-budget.js'
 import { TenantStorage } from './tenant-storage.js'
 import { RunStore } from './store.js'
@@ -63,6 +64,7 @@ export class HarnessService {
   private readonly gate: HarnessGate
   private readonly streams: StreamBudget
   private readonly replays: ReplayBudget
+  private readonly reads: ReadRate
   private readonly single: SingleNodeRuns | undefined
   private readonly cluster: RunsCluster | undefined
   private readonly requests: ClusterRequests | undefined
@@ -86,6 +88,7 @@ export class HarnessService {
     this.keysLoaded = !config.svcHarnessAuthEnabled
     this.streams = new StreamBudget(config.harnessMaxStreams, config.harnessMaxStreamsPerTenant)
     this.replays = new ReplayBudget(config.harnessReplayBufferBytes)
+    this.reads = new ReadRate(config.harnessTenantReadBytesPerS)
     this.index = new RunIndex(state)
     const modes = builtInModes({ url: config.harnessLlmUrl, model: config.harnessLlmModel, apiKey: config.harnessLlmApiKey })
     const limits = { total: config.harnessMaxRunsInFlight, perTenant: config.harnessMaxRunsInFlightPerTenant, perAddress: config.harnessMaxRunsInFlightPerAddress, lifetimeMs: config.harnessMaxRunS * 1000 }
@@ -113,7 +116,7 @@ export class HarnessService {
       // Nothing to relay: the runs topic is where events are committed. The watch reads every partition's transitions from it.
       manager = new RunManager(this.store, this.hub, modes, sink({ track () {}, add () {} }), runsLog, limits, { log: this.cluster.events, commitBeforeExecute: true, storage })
       this.manager = manager
-      this.requests = new ClusterRequests({ cluster: this.cluster, manager, store: this.store, hub: this.hub, gate: this.gate, config, streams: this.streams, serve: (ctx, record) => this.serveRecord(ctx, record) })
+      this.requests = new ClusterRequests({ cluster: this.cluster, manager, store: this.store, hub: this.hub, gate: this.gate, config, streams: this.streams, reads: this.reads, serve: (ctx, record) => this.serveRecord(ctx, record) })
     } else {
       this.store = new RunStore(state)
       this.single = new SingleNodeRuns({ config, state, bus, store: this.store, hub: this.hub, feed: this.feed, self, log })
@@ -230,6 +233,7 @@ export class HarnessService {
 
   private async runSync (ctx: RequestContext, tenant: string): Promise<Reply | undefined> {
     const request = this.request(ctx)
+    this.reads.check(tenant)
     if (this.requests) return this.requests.runSync(ctx, tenant, request, this.client(ctx).address)
     const started = await this.manager.start({ tenant, ...this.client(ctx), ...request })
     const record = (await this.manager.waitForEnd(started.run_id, this.config.harnessSyncTimeoutMs))!
@@ -260,8 +264,10 @@ export class HarnessService {
   private async list (ctx: RequestContext, peer: boolean): Promise<Reply> {
     const tenant = await this.gate.tenant(ctx.headers)
     const query = parseListQuery(ctx.query, m => this.manager.hasMode(m))
+    // A member's own page for another member's merge was checked where the merge is.
+    if (!peer) this.reads.check(tenant)
     if (this.requests) return this.requests.list(ctx, tenant, query, peer, this.index)
-    return { status: 200, body: this.index.page(tenant, query, id => this.manager.get(id)) }
+    return this.reads.served(tenant, 200, JSON.stringify(this.index.page(tenant, query, id => this.manager.get(id))))
   }
 
   /** `GET /runs:watch`: the tenant's run transitions as server-sent events (`watch.ts`); in a cluster, every node's. */
@@ -284,7 +290,9 @@ export class HarnessService {
   private async getRun (ctx: RequestContext, peer: boolean): Promise<Reply | undefined> {
     if (this.requests) return this.requests.read(ctx, peer)
     const after = parseEventsAfter(ctx.query)
-    return this.withEvents(200, await this.owned(ctx), after)
+    const record = await this.owned(ctx)
+    this.reads.check(record.tenant_id)
+    return this.withEvents(200, record, after)
   }
 
   private async cancel (ctx: RequestContext, peer: boolean): Promise<Reply | undefined> {
@@ -304,7 +312,7 @@ export class HarnessService {
 
   /** The record with its events (`RunStore.document`). */
   private withEvents (status: number, record: RunRecord, afterId = 0): Reply {
-    return { status, body: this.store.document(record, afterId), headers: { 'content-type': 'application/json' } }
+    return this.reads.served(record.tenant_id, status, this.store.document(record, afterId))
   }
 
   /** Replays stored events after Last-Event-ID, then follows live ones (`followRun`). */

@@ -1,9 +1,8 @@
 import { refusal, type GatewayError } from '../errors.js'
+import { ByteRates } from './byte-rates.js'
 
 /** How many seconds of its write rate a tenant may spend at once before its starts wait. */
 export const WRITE_BURST_S = 8
-/** Tenants whose write budget is full are forgotten past this many, so the table stays small. */
-const BUCKETS_KEPT = 10_000
 /** A tenant over its stored bytes waits for retention: asked again after this. */
 const STORED_RETRY_S = 60
 
@@ -24,23 +23,22 @@ export interface TenantStorageLimits {
  */
 export class TenantStorage {
   private readonly inFlight = new Map<string, number>()
-  private readonly budgets = new Map<string, { level: number, at: number }>()
-  private readonly burst: number
+  private readonly rates: ByteRates
 
   constructor (
     private readonly limits: TenantStorageLimits,
     /** Bytes of the tenant's ended runs in the store. */
     private readonly stored: (tenant: string) => number,
     // A duration, on a clock that never steps.
-    private readonly now: () => number = () => performance.now()
+    now?: () => number
   ) {
-    this.burst = limits.writeBytesPerS * WRITE_BURST_S
+    this.rates = new ByteRates(limits.writeBytesPerS, WRITE_BURST_S, now)
   }
 
   /** An event of `bytes` of a run in flight of `tenant` was written. */
   written (tenant: string, bytes: number): void {
     this.inFlight.set(tenant, (this.inFlight.get(tenant) ?? 0) + bytes)
-    this.budget(tenant).level -= bytes
+    this.rates.spend(tenant, bytes)
   }
 
   /** A run of `tenant` that wrote `bytes` left this process: ended (its bytes are the store's now) or given up. */
@@ -68,29 +66,6 @@ export class TenantStorage {
 
   /** How long the tenant's runs wait before they write again, to keep to its rate (0: no wait). */
   waitMs (tenant: string): number {
-    if (!this.budgets.has(tenant)) return 0
-    const level = this.budget(tenant).level
-    return level < 0 ? -level / this.limits.writeBytesPerS * 1000 : 0
-  }
-
-  /** The tenant's write budget, refilled for the time since it was last looked at. */
-  private budget (tenant: string): { level: number, at: number } {
-    const now = this.now()
-    let budget = this.budgets.get(tenant)
-    if (budget === undefined) {
-      if (this.budgets.size >= BUCKETS_KEPT) this.forgetFull(now)
-      budget = { level: this.burst, at: now }
-      this.budgets.set(tenant, budget)
-      return budget
-    }
-    budget.level = Math.min(this.burst, budget.level + (now - budget.at) / 1000 * this.limits.writeBytesPerS)
-    budget.at = now
-    return budget
-  }
-
-  private forgetFull (now: number): void {
-    for (const [tenant, b] of this.budgets) {
-      if (b.level + (now - b.at) / 1000 * this.limits.writeBytesPerS >= this.burst) this.budgets.delete(tenant)
-    }
+    return this.rates.waitMs(tenant)
   }
 }

@@ -77,6 +77,34 @@ t.test('rows 3 and 4: runs of 64 KiB messages and 1,000 steps: pages and records
   t.comment(`honest GET /runs after the attack: ${honest.ms} ms`)
 })
 
+t.test('row 3: one tenant reading large records as fast as it can is held to its byte rate (429 too_many_reads); another tenant reads', async t => {
+  const rate = 1024 * 1024
+  const { harnessUrl: url } = await startTestGateway(t, { HARNESS_TENANT_READ_BYTES_PER_S: String(rate) })
+  const sync = await fetch(`${url}/runs`, { method: 'POST', headers: { ...JSON_HEADERS, ...tenant('mallory') }, body: JSON.stringify({ message: 'x'.repeat(256), mode: 'echo', options: { steps: 1000 } }) })
+  const record = await sync.text()
+  const id = (JSON.parse(record) as { run_id: string }).run_id
+  const statuses: number[] = []
+  let refused: Response | undefined
+  while (refused === undefined && statuses.length < 100) {
+    const res = await fetch(`${url}/runs/${id}`, { headers: tenant('mallory') })
+    statuses.push(res.status)
+    if (res.status === 429) refused = res
+    else await res.arrayBuffer()
+  }
+  t.ok(refused, `refused after ${statuses.length - 1} reads of ${record.length} bytes (the sync answer counted too)`)
+  t.ok(statuses.length - 1 <= Math.ceil(2 * rate / record.length) + 1, 'no more than the 2 s burst and one answer past it')
+  t.match(refused!.headers.get('retry-after'), /^[1-9]\d*$/)
+  t.same(await refused!.json(), { detail: 'too_many_reads' })
+  t.equal((await fetch(`${url}/runs?limit=10`, { headers: tenant('mallory') })).status, 429, 'a page of the list counts the same')
+  const honest = await timed(async () => fetch(`${url}/runs?limit=50`, { headers: tenant('honest') }))
+  t.equal(honest.status, 200, 'another tenant reads')
+  const cancel = await fetch(`${url}/runs/${id}/cancel`, { method: 'POST', headers: tenant('mallory') })
+  t.equal(cancel.status, 409, 'a cancel is never refused for the rate (this run has ended)')
+  const again = await eventually(async () => fetch(`${url}/runs/${id}`, { headers: tenant('mallory') }), r => r.status === 200, 10_000, 250)
+  t.equal((await again.text()).length, record.length, 'once its rate allows, the tenant reads again')
+  t.comment(`reads of a ${record.length}-byte record at ${rate} bytes/s: ${statuses.length - 1} served before 429; honest GET /runs of another tenant ${honest.ms} ms`)
+})
+
 t.test('row 10: in the open mode one client address naming many tenants is bounded; another address is not', async t => {
   const { harnessUrl: url } = await startTestGateway(t, { HARNESS_MAX_RUNS_IN_FLIGHT_PER_ADDRESS: '20' })
   const long = { message: 'm', mode: 'echo', options: { steps: 1000, delay_ms: 60_000 } }

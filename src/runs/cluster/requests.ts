@@ -10,6 +10,7 @@ import type { RunManager } from '../manager.js'
 import { parseEventsAfter, type RunRequest } from '../request.js'
 import type { RunStore } from '../store.js'
 import { isTerminal, type RunRecord } from '../types.js'
+import type { ReadRate } from '../read-rate.js'
 import type { StreamBudget } from '../stream-budget.js'
 import type { RunsCluster } from './cluster.js'
 import { mergePages, type OwnerPage } from './merge.js'
@@ -32,6 +33,8 @@ export interface RequestParts {
   serve: (ctx: RequestContext, record: RunRecord) => undefined
   /** Streams forwarded to an owner hold a place here too (a socket each way). */
   streams: StreamBudget
+  /** What each tenant is served of records and list pages, a second. */
+  reads: ReadRate
 }
 
 /**
@@ -68,6 +71,7 @@ export class ClusterRequests {
       const wait = peer ? Number(ctx.headers[PEER.wait] ?? 0) : 0
       if (Number.isSafeInteger(wait) && wait > 0) return this.withEvents(await this.awaitEnd(owner, id, tenant, Math.min(wait, this.parts.config.harnessSyncTimeoutMs)))
       const after = parseEventsAfter(ctx.query)
+      this.parts.reads.check(tenant)
       return this.withEvents(await this.found(owner, id, tenant), 200, after)
     })
   }
@@ -110,7 +114,7 @@ export class ClusterRequests {
   async list (ctx: RequestContext, tenant: string, query: ListQuery, peer: boolean, index: RunIndex): Promise<Reply> {
     const { cluster, manager } = this.parts
     if (peer && ctx.headers[PEER.scope] === 'local') {
-      return { status: 200, body: index.page(tenant, query, id => cluster.serves(cluster.partitionOf(id)) ? manager.get(id) : undefined) }
+      return this.parts.reads.served(tenant, 200, JSON.stringify(index.page(tenant, query, id => cluster.serves(cluster.partitionOf(id)) ? manager.get(id) : undefined)))
     }
     const layout = await cluster.layout()
     if (!layout) throw ownerUnavailable('a partition of the runs topic has no owner now')
@@ -122,7 +126,7 @@ export class ClusterRequests {
       return { runs: page.runs, next: page.next_cursor === null ? null : decodeCursor(page.next_cursor) }
     }))
     const merged = mergePages(pages, query.limit)
-    return { status: 200, body: { runs: merged.runs, next_cursor: merged.next === null ? null : encodeCursor(merged.next) } }
+    return this.parts.reads.served(tenant, 200, JSON.stringify({ runs: merged.runs, next_cursor: merged.next === null ? null : encodeCursor(merged.next) }))
   }
 
   /** Serves a request for one run where its partition's owner is. */
@@ -185,6 +189,6 @@ export class ClusterRequests {
   }
 
   private withEvents (record: RunRecord, status = isTerminal(record.status) ? 200 : 202, afterId = 0): Reply {
-    return { status, body: this.parts.store.document(record, afterId), headers: { 'content-type': 'application/json' } }
+    return this.parts.reads.served(record.tenant_id, status, this.parts.store.document(record, afterId))
   }
 }
