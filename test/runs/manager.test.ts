@@ -269,6 +269,8 @@ t.test('a run that outlives its lifetime fails with run_timeout and leaves the b
   const ended = await manager.waitForEnd(run.run_id, 10_000)
   t.match(ended, { status: 'failed', error: { code: 'run_timeout' } })
   t.equal(manager.inFlight, 0)
+  // Accepted, not refused for the bounds: the place was given back. How it ends is the 100 ms lifetime's business on a busy machine.
   const next = await manager.start({ tenant: 'acme', mode: 'echo', message: 'm', options: {}, conversationId: null })
-  t.match(await manager.waitForEnd(next.run_id, 10_000), { status: 'succeeded' }, 'its place was free again')
+  t.match(next, { run_id: /^run-/ }, 'its place was free again')
+  t.notMatch(await manager.waitForEnd(next.run_id, 10_000), { error: { code: 'runs_in_flight_limit' } })
 })
