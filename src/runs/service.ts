@@ -71,6 +71,13 @@ export class HarnessService {
   private keysLoaded: boolean
   private readonly openMode: boolean
   private timers: NodeJS.Timeout[] = []
+  /**
+   * Store work of this service's own (indexes, retention sweeps), which
+   * stop() ends between slices and waits for: lmdb-js frees a transaction
+   * at close that a cursor of a slice still running would use.
+   */
+  private readonly stopping = new AbortController()
+  private readonly background = new Set<Promise<unknown>>()
   private readonly log: Logger
 
   /** `log` is the process's: the service's own lines are `component: harness`, its parts' their own (one `component` per line). */
@@ -134,20 +141,27 @@ export class HarnessService {
   async start (): Promise<void> {
     await this.single?.start(this.manager)
     this.cluster?.start()
-    this.timers.push(setInterval(() => { this.sweep().catch(err => this.log.error({ err }, 'run retention sweep failed')) }, RETENTION_SWEEP_MS).unref())
+    this.timers.push(setInterval(() => { this.inBackground(this.sweep(), 'run retention sweep failed') }, RETENTION_SWEEP_MS).unref())
     if (!this.keysLoaded) this.loadKeys()
   }
 
   /** The work that may take long on a large store, after the servers listen: indexes of runs stored before they existed, then a first sweep. */
   afterListen (): void {
-    this.store.buildIndexes()
+    const work = this.store.buildIndexes(this.stopping.signal)
       .then(built => { if (built > 0) this.log.info({ built }, 'runs stored before the retention and tenant indexes were indexed') })
       .then(() => this.sweep())
-      .catch(err => this.log.error({ err }, 'run indexes or retention failed'))
+    this.inBackground(work, 'run indexes or retention failed')
+  }
+
+  private inBackground (work: Promise<unknown>, failure: string): void {
+    const tracked = work.catch(err => this.log.error({ err }, failure)).finally(() => this.background.delete(tracked))
+    this.background.add(tracked)
   }
 
   async stop (): Promise<void> {
     for (const t of this.timers) clearInterval(t)
+    this.stopping.abort()
+    await Promise.all(this.background)
     await this.cluster?.stop()
     await this.single?.stop(this.manager)
   }
@@ -216,7 +230,8 @@ export class HarnessService {
 
   private async sweep (): Promise<void> {
     const single = this.single
-    const removed = await this.store.removeEndedBefore(Date.now() - this.config.harnessRetentionS * 1000, single && (runId => single.holds(runId)))
+    if (this.stopping.signal.aborted) return
+    const removed = await this.store.removeEndedBefore(Date.now() - this.config.harnessRetentionS * 1000, single && (runId => single.holds(runId)), this.stopping.signal)
     if (removed > 0) this.log.info({ removed }, 'terminal runs past retention removed')
   }
 

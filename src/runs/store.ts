@@ -201,12 +201,13 @@ export class RunStore {
   /**
    * Removes runs that ended before `cutoff` (ms), with their events and
    * index entries, except those `keep` holds; returns how many. Reads only
-   * the end index, from its oldest entry up to the cutoff.
+   * the end index, from its oldest entry up to the cutoff. Ends between
+   * slices once `stop` is aborted.
    */
-  async removeEndedBefore (cutoff: number, keep: (runId: string) => boolean = () => false): Promise<number> {
+  async removeEndedBefore (cutoff: number, keep: (runId: string) => boolean = () => false, stop?: AbortSignal): Promise<number> {
     let removed = 0
     let from: EndKey = [0, '']
-    for (;;) {
+    while (stop?.aborted !== true) {
       const slice: Array<{ key: EndKey, tenant: string }> = []
       for (const { key, value } of this.ends.getRange({ start: from, end: [cutoff, ''] })) {
         from = [key[0], `${key[1]}\0`]
@@ -225,6 +226,7 @@ export class RunStore {
       removed += slice.length
       await new Promise(resolve => setImmediate(resolve))
     }
+    return removed
   }
 
   /**
@@ -267,13 +269,15 @@ export class RunStore {
   /**
    * Fills the tenant and end indexes for runs stored before they existed,
    * once, in slices with the event loop free between them: call after the
-   * gateway listens. A store whose indexes were built returns at once.
+   * gateway listens. A store whose indexes were built returns at once; one
+   * stopped between slices by `stop` is built again at the next start.
    */
-  async buildIndexes (): Promise<number> {
+  async buildIndexes (stop?: AbortSignal): Promise<number> {
     if (this.meta.get(INDEXES_BUILT) !== undefined) return 0
     let built = 0
     let from = ''
     for (;;) {
+      if (stop?.aborted === true) return built
       const slice = [...this.runs.getRange({ start: from, limit: REMOVE_SLICE })].filter(({ key }) => key !== from)
       if (slice.length === 0) break
       from = slice.at(-1)!.key

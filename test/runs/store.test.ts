@@ -87,6 +87,17 @@ t.test('retention removes terminal runs that ended before the cutoff, with their
   t.ok(store.get('running'), 'a run in flight is never removed')
 })
 
+t.test('retention stopped by its signal ends between slices: a slice begun is finished, none is begun after', async t => {
+  const { store } = open(t)
+  const ended = '2026-01-01T00:00:00Z'
+  await Promise.all(Array.from({ length: 2500 }, (_, i) => store.append(`r${i}`, transition(record(`r${i}`, 'succeeded', ended)))))
+  const stop = new AbortController()
+  const removing = store.removeEndedBefore(Date.parse('2026-03-01T00:00:00Z'), undefined, stop.signal)
+  stop.abort()
+  t.equal(await removing, 2000, 'the first slice, begun before the stop')
+  t.equal(Array.from({ length: 2500 }, (_, i) => store.get(`r${i}`)).filter(r => r !== undefined).length, 500, 'the rest is left for the next sweep')
+})
+
 t.test('retention reads only the end index: a run that ends is indexed by its end, with its tenant', async t => {
   const { state, store } = open(t)
   await store.append('a', transition(record('a', 'queued', null, 1)))
