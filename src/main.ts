@@ -127,6 +127,7 @@ export async function startGateway (config: Config, log: Logger): Promise<Gatewa
   main?.route(openApiRoute(openApi, () => ({ url: `http://${advertisedHost(config)}:${port}`, description: 'PORT' }), roles.has('auth') ? '/api/v1/login' : undefined))
 
   let harnessPort: number | undefined
+  let harnessServer: HttpServer | undefined
   if (roles.has('harness')) {
     // In a cluster the other members forward requests for this process's runs to its own listener (every worker has one).
     let peer: HttpServer | undefined
@@ -161,12 +162,14 @@ export async function startGateway (config: Config, log: Logger): Promise<Gatewa
     if (peer) harness.routes(true).forEach(r => peer.route(r))
     consoleRoutes(() => metrics.text()).forEach(r => server.route(r))
     harnessPort = await server.listen(config.host, config.harnessPort, { exclusive, setting: 'HARNESS_PORT' })
+    harnessServer = server
     afterListen.push(() => harness.afterListen())
   }
 
   if (roles.has('frontdoor')) {
-    const harnessUrl = config.harnessUrl ?? `http://127.0.0.1:${harnessPort ?? config.harnessPort}`
-    new FrontDoor(config, auth!.keys, harnessUrl, auth!.revocation).routes().forEach(r => main!.route(r))
+    // This process's harness serves the door in-process: a loopback connection per fronted stream would cost three descriptors.
+    const harness = config.harnessUrl ?? harnessServer ?? `http://127.0.0.1:${config.harnessPort}`
+    new FrontDoor(config, auth!.keys, harness, auth!.revocation).routes().forEach(r => main!.route(r))
   }
 
   port = main ? await main.listen(config.host, config.port, { exclusive, setting: 'PORT' }) : undefined

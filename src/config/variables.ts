@@ -148,7 +148,7 @@ export const variables = [
   { name: 'HARNESS_LLM_API_KEY', type: 'string', description: 'bearer key sent to it' },
 
   // Front door
-  { name: 'HARNESS_URL', type: 'url', description: 'where the front door forwards: an http:// origin and optional base path (default the local harness)' },
+  { name: 'HARNESS_URL', type: 'url', description: 'where the front door forwards, a harness in another process: an http:// origin and optional base path (unset: this process\'s harness serves it in-process, or 127.0.0.1:HARNESS_PORT without the harness role)' },
   { name: 'HARNESS_TENANT_ASSERTION_SECRET', type: 'string', description: 'HMAC key (at least 32 bytes) the front door and the harness share: when set, the harness takes a tenant header only with the front door\'s signed assertion' },
   { name: 'FRONTDOOR_JWKS_URL', type: 'url', description: 'RS256 key set for user tokens (default this service\'s)' },
   { name: 'FRONTDOOR_HS256_SECRET', type: 'string', description: 'shared secret for service (HS256) tokens' },

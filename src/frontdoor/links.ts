@@ -15,15 +15,26 @@ export function rerootLinks (body: Buffer, prefix: string): Buffer {
   } catch {
     return body
   }
+  const rerooted = rerootAnswer(answer, prefix)
+  return rerooted === answer ? body : Buffer.from(JSON.stringify(rerooted))
+}
+
+/**
+ * The same for an answer served in-process: a JSON value (a copy with the
+ * links re-rooted, or the value itself when none is), or its bytes.
+ */
+export function rerootAnswer (answer: unknown, prefix: string): unknown {
+  if (Buffer.isBuffer(answer)) return rerootLinks(answer, prefix)
   const links = typeof answer === 'object' && answer !== null ? (answer as { links?: unknown }).links : undefined
-  if (typeof links !== 'object' || links === null) return body
+  if (typeof links !== 'object' || links === null) return answer
+  const rerooted: Record<string, unknown> = { ...links }
   let changed = false
   for (const [name, link] of Object.entries(links)) {
     if (typeof link !== 'string') continue
     const path = link.split('?')[0]!
     if (!isFrontedPath(path)) continue
-    (links as Record<string, string>)[name] = `${prefix}${link}`
+    rerooted[name] = `${prefix}${link}`
     changed = true
   }
-  return changed ? Buffer.from(JSON.stringify(answer)) : body
+  return changed ? { ...(answer as object), links: rerooted } : answer
 }

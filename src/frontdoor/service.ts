@@ -1,10 +1,10 @@
 import { bearerToken, signTenantAssertion, TENANT_ASSERTION_HEADER, type KeyStore, type Revocation } from '../auth/index.js'
 import type { Config } from '../config/index.js'
-import { proxy, upstreamOf, type RequestContext, type Route, type Upstream } from '../http/index.js'
+import { proxy, serveLocal, upstreamOf, type LocalRoute, type Reply, type RequestContext, type Route, type Upstream } from '../http/index.js'
 import { refusal } from '../errors.js'
 import { TENANT_HEADER } from '../harness-api/index.js'
 import { exchangeToken, remoteKeys, verifyCaller, type CallerSettings } from './caller.js'
-import { rerootLinks } from './links.js'
+import { rerootAnswer, rerootLinks } from './links.js'
 import { loadOrgs, type Org } from './orgs.js'
 import { FRONTED_ROUTES, matchFronted, type FrontedRoute } from './routes.js'
 
@@ -14,6 +14,11 @@ interface Pass {
   /** The harness path. */
   readonly rest: string
   readonly headers: Record<string, string>
+}
+
+/** The harness's own routes, served in this process (its HTTP server's lookup). */
+export interface LocalHarness {
+  local(method: string, path: string): LocalRoute | undefined
 }
 
 const FORWARDED_REQUEST_HEADERS = ['content-type', 'accept', 'last-event-id']
@@ -30,20 +35,39 @@ const QUERY = /^[A-Za-z0-9\-._~!$&'()*+,;=:@/?%]*$/
  * again); HS256 service tokens are exchanged for a short-lived RS256 token of
  * this service. With HARNESS_TENANT_ASSERTION_SECRET set, the tenant goes
  * with an assertion binding it to the forwarded token.
+ *
+ * The harness is a URL (HARNESS_URL: another process, reached with proxy())
+ * or this process's own routes, which serve the forwarded request
+ * in-process (serveLocal): the same checks of the harness's gate and the
+ * same answers, without a loopback connection, its descriptors and a
+ * second parse of every request and answer.
  */
 export class FrontDoor {
   private readonly orgs: ReadonlyMap<string, Org>
   private readonly caller: CallerSettings
-  private readonly upstream: Upstream
+  private readonly upstream: Upstream | undefined
+  private readonly harness: LocalHarness | undefined
 
-  /** `revocation`: this service's user tokens of a client removed or rotated since are refused. */
-  constructor (private readonly config: Config, private readonly keys: KeyStore, harnessUrl: string, private readonly revocation?: Revocation) {
+  /**
+   * `harness`: HARNESS_URL, or the harness's routes in this process (each
+   * fronted row must be one of them).
+   * `revocation`: this service's user tokens of a client removed or rotated since are refused.
+   */
+  constructor (private readonly config: Config, private readonly keys: KeyStore, harness: string | LocalHarness, private readonly revocation?: Revocation) {
     this.orgs = loadOrgs(config.orgsFile)
     this.caller = {
       rs256: config.frontdoorJwksUrl ? remoteKeys(config.frontdoorJwksUrl) : keys.getKey,
       hs256Secret: config.frontdoorHs256Secret ? new TextEncoder().encode(config.frontdoorHs256Secret) : undefined
     }
-    this.upstream = upstreamOf(harnessUrl)
+    if (typeof harness === 'string') {
+      this.upstream = upstreamOf(harness)
+      return
+    }
+    for (const row of FRONTED_ROUTES) {
+      const served = harness.local(row.method, row.path)
+      if (served === undefined || served.route.body === 'stream') throw new Error(`the front door fronts ${row.method} ${row.path}, which this process's harness does not serve with a collected body`)
+    }
+    this.harness = harness
   }
 
   routes (): Route[] {
@@ -68,6 +92,7 @@ export class FrontDoor {
     const route = matchFronted(ctx.method, rest)
     if (route === undefined) throw refusal('route_not_found')
     if ('allowed' in route) throw refusal('method_not_allowed', { value: ctx.method, headers: { allow: route.allowed.join(', ') } })
+    ctx.route = `${PREFIX}${route.path}`
     if (route.query && !QUERY.test(ctx.query)) throw refusal('invalid_query')
     if (route.open) return { route, rest, headers: { 'x-request-id': ctx.requestId } }
     // A missing or malformed Authorization header is refused now, synchronously, before uWS hands over any of the body.
@@ -96,16 +121,27 @@ export class FrontDoor {
     return { route, rest, headers }
   }
 
-  private async forward (ctx: RequestContext, pass: Pass): Promise<undefined> {
+  private forward (ctx: RequestContext, pass: Pass): Reply | undefined | Promise<Reply | undefined> {
     const { route, rest, headers } = pass
-    if (route.open) return proxy(ctx, this.upstream, { path: rest, headers, body: undefined })
-    const query = route.query && ctx.query !== '' ? `?${ctx.query}` : ''
+    const query = route.query ? ctx.query : ''
     const prefix = ctx.path.slice(0, ctx.path.length - rest.length)
-    return proxy(ctx, this.upstream, {
-      path: `${rest}${query}`,
+    const body = ctx.method === 'POST' && !route.open ? ctx.rawBody : undefined
+    if (this.harness !== undefined) {
+      // Checked at start for every row: the harness serves each.
+      const served = this.harness.local(ctx.method, rest)!
+      const answer = serveLocal(ctx, served, { path: rest, query, headers })
+      if (!route.links) return answer
+      return answer instanceof Promise ? answer.then(reply => rerooted(reply, prefix)) : rerooted(answer, prefix)
+    }
+    return proxy(ctx, this.upstream!, {
+      path: `${rest}${query === '' ? '' : `?${query}`}`,
       headers,
-      body: ctx.method === 'POST' ? ctx.rawBody : undefined,
+      body,
       rewrite: route.links ? body => rerootLinks(body, prefix) : undefined
     })
   }
+}
+
+function rerooted (reply: Reply | undefined, prefix: string): Reply | undefined {
+  return reply?.body === undefined ? reply : { ...reply, body: rerootAnswer(reply.body, prefix) }
 }

@@ -16,6 +16,14 @@ export interface Reply {
   headers?: Record<string, string>
 }
 
+/** What a forwarded request looks like to the route it is forwarded to (RequestContext.forwardAs). */
+export interface ForwardedView {
+  path: string
+  query: string
+  headers: Headers
+  params: Record<string, string>
+}
+
 /** Status logged for a request whose client went away before the answer. */
 export const CLIENT_CLOSED = 499
 
@@ -70,6 +78,7 @@ export class RequestContext implements Exchange {
   private settleTo: Settle | undefined
   private early: { reply: Reply | undefined, err: unknown } | undefined
   private settled = false
+  private forwarded = false
 
   constructor (readonly res: HttpResponse, req: HttpRequest, private readonly onFinish: (ctx: RequestContext, status: number) => void) {
     this.method = req.getCaseSensitiveMethod()
@@ -90,6 +99,25 @@ export class RequestContext implements Exchange {
     this.hasBody = this.declaredLength === undefined ? headers['transfer-encoding'] !== undefined : this.declaredLength > 0
     const given = headers['x-request-id']
     this.requestId = given !== undefined && REQUEST_ID.test(given) ? given : randomUUID()
+  }
+
+  /**
+   * Makes this request look, to a route of another server in this process,
+   * as the request that route would have been sent: its path, query,
+   * headers and path parameters. Only the front door calls it, once, after
+   * its own checks, so that it serves the harness's route in-process
+   * (serveLocal) instead of opening a loopback connection per request. The
+   * fields stay read-only to every route: this is their one rewrite, before
+   * the other route sees the request, and never again.
+   */
+  forwardAs (view: ForwardedView): void {
+    if (this.forwarded) throw new Error('a request is forwarded once')
+    this.forwarded = true
+    const self = this as { path: string, query: string, headers: Headers }
+    self.path = view.path
+    self.query = view.query
+    self.headers = view.headers
+    this.params = view.params
   }
 
   /** The peer address, read on first use: most routes never need it. */

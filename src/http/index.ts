@@ -1,5 +1,6 @@
-export { HttpServer, type Route, type Handler, type HttpServerOptions } from './server.js'
-export { RequestContext, CLIENT_CLOSED, LATER, type Reply, type Headers } from './context.js'
+export { HttpServer, type Route, type Handler, type HttpServerOptions, type LocalRoute } from './server.js'
+export { serveLocal } from './local.js'
+export { RequestContext, CLIENT_CLOSED, LATER, type Reply, type Headers, type ForwardedView } from './context.js'
 export { errorBody, type ErrorDialect } from './error-bodies.js'
 export { Router, type NotAllowed } from './router.js'
 export { loadUws, pickUws, UWS_BUILDS, UwsUnavailableError, type LoadedUws, type UwsBuild, type Runtime } from './uws.js'

@@ -37,6 +37,15 @@ export interface Route<A = any> {
   handler: Handler<A>
 }
 
+/** A route of a server as another route of the process may serve a request with (serveLocal). */
+export interface LocalRoute {
+  readonly route: Route
+  /** Its path parameters for the path it was found by. */
+  readonly params: Record<string, string>
+  /** Its body limit on its own server. */
+  readonly limit: number
+}
+
 export interface HttpServerOptions {
   name: string
   logger: Logger
@@ -143,6 +152,16 @@ export class HttpServer implements IntakeHost<Entry> {
     const limit = route.bodyLimit ?? this.options.defaultBodyLimit ?? DEFAULT_BODY_LIMIT
     this.router.add(route.method, route.path, { route, label: route.path, limit, dialect: route.errors ?? this.dialect })
     return this
+  }
+
+  /**
+   * The route this server would serve `method path` with, for a route of
+   * another server in the process that serves its admitted requests with it
+   * (the front door with the harness's: serveLocal).
+   */
+  local (method: string, path: string): LocalRoute | undefined {
+    const found = this.router.find(method, path)
+    return found !== undefined && 'value' in found ? { route: found.value.route, params: found.params, limit: found.value.limit } : undefined
   }
 
   /**
