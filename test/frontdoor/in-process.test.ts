@@ -2,6 +2,9 @@ import t from 'tap'
 import { readFileSync } from 'node:fs'
 import { request } from 'node:http'
 import '../helpers/no-keepalive.js'
+import { loadConfig } from '../../src/config/index.js'
+import { FrontDoor } from '../../src/frontdoor/index.js'
+import type { KeyStore } from '../../src/auth/index.js'
 import { startTestGateway, login, writeJson } from '../helpers/gateway.js'
 import { eventually } from '../helpers/http.js'
 import { readSse, type SseEvent } from '../helpers/sse.js'
@@ -107,4 +110,13 @@ t.test('with HARNESS_URL set the door still proxies: one loopback connection per
   const feeds = await Promise.all(Array.from({ length: 5 }, open))
   t.same(feeds.map(f => f.status), [200, 200, 200, 200, 200])
   t.ok(established(harnessPort) >= 2 * feeds.length, `${established(harnessPort)} connection ends on the harness port for ${feeds.length} feeds`)
+})
+
+t.test('in-process, a fronted row the harness does not serve fails the start', async t => {
+  const config = loadConfig({ DATA_DIR: t.testdir(), LOG_LEVEL: 'silent' })
+  const keys = { getKey: () => { throw new Error('not used') } } as unknown as KeyStore
+  const route = { method: 'GET' as const, path: '/x', handler: () => undefined }
+  const harness = (missing: string) => ({ local: (method: string, path: string) => `${method} ${path}` === missing ? undefined : { route, params: {}, limit: 1 } })
+  t.throws(() => new FrontDoor(config, keys, harness('GET /runs:watch')), /fronts GET \/runs:watch/)
+  t.doesNotThrow(() => new FrontDoor(config, keys, harness('none')))
 })
