@@ -125,7 +125,6 @@ export class FrontDoor {
     const { route, rest, headers } = pass
     const query = route.query ? ctx.query : ''
     const prefix = ctx.path.slice(0, ctx.path.length - rest.length)
-    const body = ctx.method === 'POST' && !route.open ? ctx.rawBody : undefined
     if (this.harness !== undefined) {
       // Checked at start for every row: the harness serves each.
       const served = this.harness.local(ctx.method, rest)!
@@ -136,7 +135,7 @@ export class FrontDoor {
     return proxy(ctx, this.upstream!, {
       path: `${rest}${query === '' ? '' : `?${query}`}`,
       headers,
-      body,
+      body: ctx.method === 'POST' && !route.open ? ctx.rawBody : undefined,
       rewrite: route.links ? body => rerootLinks(body, prefix) : undefined
     })
   }
