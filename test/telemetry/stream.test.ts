@@ -162,7 +162,8 @@ t.test('the window: records past its count or bytes are refused (overloaded) unt
 t.test('the stream closes with 4401 when its token expires, after acknowledging what it took', async t => {
   const idp = await startIdp(t)
   const gw = await startTestGateway(t, { IDP_ISSUER, IDP_JWKS_URL: idp.jwksUrl })
-  const token = await idp.sign({ client_id: 'short-lived', scope: 'asset:track:write' }, { aud: 'evidence-gateway', expiresIn: 2 })
+  // exp is in whole seconds: a token of 4 lives 3 to 4 s, time for a loaded machine to connect and send one record before it ends.
+  const token = await idp.sign({ client_id: 'short-lived', scope: 'asset:track:write' }, { aud: 'evidence-gateway', expiresIn: 4 })
   const client = await connect(gw.url, token)
   client.send({ seq: 1, record: record('a') })
   await client.until(c => c.closed !== undefined)
