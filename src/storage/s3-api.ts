@@ -1,5 +1,6 @@
+import type { Readable } from 'node:stream'
 import {
-  S3Client, HeadBucketCommand, CreateBucketCommand, DeleteObjectCommand, PutObjectCommand,
+  S3Client, HeadBucketCommand, CreateBucketCommand, DeleteObjectCommand, GetObjectCommand, PutObjectCommand,
   CreateMultipartUploadCommand, UploadPartCommand, CompleteMultipartUploadCommand, AbortMultipartUploadCommand,
   ListObjectsV2Command, GetBucketLifecycleConfigurationCommand, PutBucketLifecycleConfigurationCommand,
   type CompletedPart, type LifecycleRule, type TransitionDefaultMinimumObjectSize
@@ -100,6 +101,33 @@ export class S3Api {
     const { ETag } = await this.call('PutObject', this.timeouts.partMs, s =>
       this.client.send(new PutObjectCommand({ Bucket: this.bucket, Key: key, Body: bytes, ContentLength: bytes.length, ContentType: contentType }), { abortSignal: s }), signal)
     return ETag ?? ''
+  }
+
+  /**
+   * Reads the object `key` into `into` (a slab: nothing else is allocated for
+   * it), with the deadline of a part; its length. An object longer than
+   * `into` fails.
+   */
+  async getObjectInto (key: string, into: Uint8Array, signal: AbortSignal): Promise<number> {
+    return await this.call('GetObject', this.timeouts.partMs, async s => {
+      const { Body } = await this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key: key }), { abortSignal: s })
+      const body = Body as Readable
+      // The request's signal ends the request, not a body already flowing.
+      const stop = (): void => { body.destroy(s.reason as Error) }
+      s.addEventListener('abort', stop, { once: true })
+      try {
+        let n = 0
+        for await (const chunk of body as AsyncIterable<Uint8Array>) {
+          if (n + chunk.length > into.length) throw new Error(`${key} is longer than ${into.length} bytes`)
+          into.set(chunk, n)
+          n += chunk.length
+        }
+        return n
+      } finally {
+        s.removeEventListener('abort', stop)
+        body.destroy()
+      }
+    }, signal)
   }
 
   /** The keys of the objects under `prefix`. */

@@ -22,19 +22,22 @@ export interface AppendOptions {
 const tooLarge = (length: number): GatewayError =>
   new GatewayError('payload_too_large', `the body runs past Upload-Length (${length})`, { details: { body: `runs past Upload-Length ${length}` } })
 
-interface Progress { parts: string[], state: Uint8Array | undefined, stored: number, digest: string | undefined }
+type Tail = UploadRecord['tail']
+
+interface Progress { parts: string[], state: Uint8Array | undefined, stored: number, digest: string | undefined, tail: Tail }
 
 /**
  * Streams a PATCH body into the upload's parts through slabs of the shared
  * pool: each full part (or the last, shorter one) is stored while the next
  * is read (up to `queueSize` at once), hashed in order (the SHA-256 state
  * carried on in a worker), and recorded in order, so a body cut short keeps
- * every whole part it delivered. Bytes after the last whole part are not
- * kept: the offset acknowledged is the end of that part, and the client
- * sends the rest again (tus lets a server take less than was sent). With
- * `checksum`, the parts are stored as they come but recorded only once the
- * body is whole and matches (460 otherwise): a part stored and not recorded
- * is replaced when it is sent again. Returns the record as last written.
+ * every whole part it delivered. The bytes past the last whole part (the
+ * tail) are kept too, as a tail of the part store, and the next body starts
+ * with them in its first slab: the part they begin goes up whole, and its
+ * tail's bytes, hashed when kept, are not hashed again. With `checksum`,
+ * the parts are stored as they come but nothing is recorded unless the body
+ * is whole and matches (460 otherwise): a part stored and not recorded is
+ * replaced when it is sent again. Returns the record as last written.
  */
 export async function append (held: HeldUpload, body: ByteSource, options: AppendOptions): Promise<UploadRecord> {
   const start = held.record
@@ -51,23 +54,24 @@ export async function append (held: HeldUpload, body: ByteSource, options: Appen
   const reading = AbortSignal.any([stopped, options.gone])
   const check = options.checksum === undefined ? undefined : options.hashes.start(options.checksum.algorithm)
   const initial = start.hash_state === undefined ? undefined : new Uint8Array(Buffer.from(start.hash_state, 'base64'))
-  let progress: Progress = { parts: [...start.parts], state: initial, stored: start.offset, digest: undefined }
+  let progress: Progress = { parts: [...start.parts], state: initial, stored: start.offset, digest: undefined, tail: start.tail }
   /** The hash of the parts shipped so far, in order. */
   let hashed: Promise<{ state: Uint8Array | undefined, digest: string | undefined }> = Promise.resolve({ state: initial, digest: undefined })
   /** The progress recorded (or, with a checksum, held back) after the parts shipped so far, in order. */
   let recorded: Promise<void> = Promise.resolve()
   const pending = new Set<Promise<void>>()
 
-  const ship = (slab: Uint8Array, bytes: Uint8Array, n: number, end: number): void => {
+  /** Stores part `n` (`bytes`, ending at `end`), hashing and checking only its bytes from `fresh`: those before are the tail's, hashed already. */
+  const ship = (slab: Uint8Array, bytes: Uint8Array, n: number, end: number, fresh: number): void => {
     const final = end === length
-    const hash = hashed.then(h => options.hashes.resume(h.state, bytes, final))
+    const hash = hashed.then(h => options.hashes.resume(h.state, bytes.subarray(fresh), final))
     hashed = hash
-    const work = Promise.all([options.parts.part(start.key, start.handle, n, partSize, bytes, stopped), hash, check?.update(bytes)])
+    const work = Promise.all([options.parts.part(start.key, start.handle, n, partSize, bytes, stopped), hash, check?.update(bytes.subarray(fresh))])
       .finally(() => lease.release(slab))
     const step = Promise.all([recorded, work]).then(async ([, [etag, h]]) => {
       const parts = [...progress.parts]
       parts[n - 1] = etag
-      progress = { parts, state: h.state, stored: end, digest: h.digest }
+      progress = { parts, state: h.state, stored: end, digest: h.digest, tail: undefined }
       if (check === undefined) await record(held, options.parts, progress)
     })
     recorded = step
@@ -88,12 +92,20 @@ export async function append (held: HeldUpload, body: ByteSource, options: Appen
       chunks.next().then(resolve, reject)
     })
   let slab: Uint8Array | undefined
-  let from = start.offset
+  /** Where the slab's bytes start in the upload, how many it holds, and how many of those the record holds already (the tail's). */
+  let from = start.offset - (start.tail?.bytes ?? 0)
   let filled = 0
+  let fresh = 0
   let cut: unknown
   try {
     try {
       slab = await lease.acquire(reading)
+      if (start.tail !== undefined) {
+        const read = await options.parts.readTail(start.tail.name, slab.subarray(0, partSize - 1), reading)
+        if (read !== start.tail.bytes) throw new GatewayError('internal_error', `the upload's tail ${start.tail.name} holds ${read} bytes, not the ${start.tail.bytes} recorded`)
+        filled = fresh = read
+        lease.filled(read)
+      }
       while (true) {
         const next = await nextChunk()
         stopRead = undefined
@@ -109,10 +121,10 @@ export async function append (held: HeldUpload, body: ByteSource, options: Appen
           lease.filled(n)
           if (from + filled < end) continue
           lease.stored()
-          ship(slab, slab.subarray(0, filled), from / partSize + 1, end)
+          ship(slab, slab.subarray(0, filled), from / partSize + 1, end, fresh)
           slab = undefined
           from = end
-          filled = 0
+          filled = fresh = 0
           while (pending.size >= options.queueSize) await Promise.race(pending)
           if (from < length) slab = await lease.acquire(reading)
         }
@@ -123,15 +135,26 @@ export async function append (held: HeldUpload, body: ByteSource, options: Appen
       cut = err
     }
     await Promise.all(pending)
-    if (cut !== undefined) throw cut
+    lease.stored()
+    const rest = slab !== undefined && filled > fresh ? slab.subarray(fresh, filled) : new Uint8Array(0)
     if (check !== undefined) {
-      await check.update(slab === undefined ? new Uint8Array(0) : slab.subarray(0, filled))
+      // A cut body cannot be checked: nothing of it is kept.
+      if (cut !== undefined) throw cut
+      await check.update(rest)
       const got = await check.digest()
       if (got !== options.checksum!.hex) {
         throw new GatewayError('upload_checksum_mismatch', 'the body does not match Upload-Checksum; nothing was appended', { details: { 'Upload-Checksum': `${options.checksum!.algorithm} of the body does not match` } })
       }
-      if (progress.stored > start.offset) await record(held, options.parts, progress)
     }
+    if (rest.length > 0) {
+      const [h, name] = await Promise.all([
+        options.hashes.resume(progress.state, rest, false),
+        options.parts.putTail(start.key, start.handle, from, slab!.subarray(0, filled), stopped)
+      ])
+      progress = { ...progress, state: h.state, stored: from + filled, tail: { name, bytes: filled } }
+    }
+    if (progress.stored > held.record.offset) await record(held, options.parts, progress)
+    if (cut !== undefined) throw cut
     return held.record
   } catch (err) {
     failed.abort(err)
@@ -142,13 +165,21 @@ export async function append (held: HeldUpload, body: ByteSource, options: Appen
     reading.removeEventListener('abort', onAbort)
     if (slab !== undefined) lease.release(slab)
     lease.close()
+    // Only a tail the record moved past is removed: a write that failed may still have landed, and its tail is then the record's.
+    if (start.tail !== undefined && held.record.tail?.name !== start.tail.name) await options.parts.deleteTail(start.tail.name).catch(() => undefined)
   }
 }
 
 /** Writes what was stored into the record; the object is completed first when the last part is in. */
 async function record (held: HeldUpload, store: PartStore, done: Progress): Promise<void> {
-  const current = held.record
-  const next: UploadRecord = { ...current, parts: done.parts, offset: done.stored, hash_state: done.state === undefined ? undefined : Buffer.from(done.state).toString('base64') }
+  const { tail: _before, ...current } = held.record
+  const next: UploadRecord = {
+    ...current,
+    parts: done.parts,
+    offset: done.stored,
+    hash_state: done.state === undefined ? undefined : Buffer.from(done.state).toString('base64'),
+    ...(done.tail !== undefined ? { tail: done.tail } : {})
+  }
   if (done.stored === current.length) {
     const object = await store.complete(current.key, current.handle, done.parts)
     Object.assign(next, { state: 'complete', sha256: done.digest, uri: object.uri, etag: object.etag })

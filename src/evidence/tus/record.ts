@@ -9,7 +9,7 @@ export interface UploadRecord {
   tenant: string
   /** Upload-Length. */
   length: number
-  /** Bytes stored and hashed: a multiple of part_size, or length. */
+  /** Bytes stored and hashed: the whole parts, then the tail's. */
   offset: number
   /** Bytes of each part but the last, fixed at creation (S3_PART_SIZE then). */
   part_size: number
@@ -21,7 +21,13 @@ export interface UploadRecord {
   handle: string
   /** ETag of each stored part, part n at n - 1. */
   parts: string[]
-  /** The SHA-256 of the first `offset` bytes, in progress (hash-wasm's saved state, base64). */
+  /**
+   * The bytes past the whole parts (fewer than a part), kept by the store
+   * under `name` until the part they begin is stored: the tail a record
+   * names is the upload's, any other is left over.
+   */
+  tail?: { name: string, bytes: number }
+  /** The SHA-256 of the first `offset` bytes (the tail's too), in progress (hash-wasm's saved state, base64). */
   hash_state?: string
   created_at: number
   expires_at: number

@@ -230,9 +230,14 @@ export class TusRoutes {
   }
 }
 
-/** Removes an upload the client ended or that expired: its parts or object, then its record. */
+/**
+ * Removes an upload the client ended or that expired: its parts or object,
+ * every tail its writers kept (the record's and any a writer that lost the
+ * upload left), then its record.
+ */
 export async function discard (states: UploadStates, store: ObjectStore, record: UploadRecord): Promise<void> {
   if (record.offset === record.length) await store.delete(record.key)
   else await store.parts.abort(record.key, record.handle)
+  await store.parts.deleteTails(record.key, record.handle)
   await states.delete(record.tenant, record.id)
 }

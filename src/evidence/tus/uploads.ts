@@ -63,8 +63,8 @@ export class ResumableUploads {
 
   /**
    * Removes uploads past Upload-Expires that no event committed (their parts
-   * are aborted, or their object deleted) and the records of committed ones
-   * past it; how many. A record marked expired by a termination is removed
+   * are aborted, or their object deleted, and their tails) and the records of
+   * committed ones past it (with any tail left over); how many. A record marked expired by a termination is removed
    * by it, and its id's expiry is still ahead: should that removal fail, the
    * sweep finds it when the id expires.
    */
@@ -75,6 +75,8 @@ export class ResumableUploads {
       const record = found.record
       if (record.state === 'committed') {
         if (record.expires_at > now) continue
+        // The object is the event's; a tail a writer that lost the upload left is not.
+        await this.store.parts.deleteTails(record.key, record.handle)
         await this.states.delete(record.tenant, record.id)
       } else {
         if (!isExpired(record, now)) continue
