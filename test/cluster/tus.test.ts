@@ -31,7 +31,7 @@ async function partialPatch (port: number, location: string, token: string, offs
   return socket
 }
 
-t.test('an upload begun on one node goes on on the others: one PATCH at a time, no sticky session, the hash carried across, one event on Kafka', async t => {
+t.test('an upload begun on one node goes on on the others, from whole parts and from tails: one PATCH at a time, no sticky session, the hash carried across, one event on Kafka', async t => {
   const infra = sharedInfra(t)
   if (!infra) return
   // Node 2's PATCH stalls as long as the test needs: no rate rule may end it meanwhile.
@@ -46,8 +46,11 @@ t.test('an upload begun on one node goes on on the others: one PATCH at a time, 
   t.equal(created.status, 201)
   const location = created.headers.get('location')!
   t.same(await gatewayKeys(s3Client(infra), cluster.bucket, 'uploads/'), [`uploads/cam-tus/${location.split('/').pop()}.json`], 'the record is shared')
-  const first = await patch(`${n1.url}${location}`, token, 0, file.subarray(0, PART))
-  t.same([first.status, first.headers.get('upload-offset')], [204, String(PART)], 'node 1 stores part 1')
+  const first = await patch(`${n1.url}${location}`, token, 0, file.subarray(0, MiB))
+  t.same([first.status, first.headers.get('upload-offset')], [204, String(MiB)], 'node 1 keeps a body shorter than a part, as the upload\'s tail')
+  t.equal((await head(`${n2.url}${location}`, token)).headers.get('upload-offset'), String(MiB), 'node 2 sees it')
+  const second = await patch(`${n2.url}${location}`, token, MiB, file.subarray(MiB, PART))
+  t.same([second.status, second.headers.get('upload-offset')], [204, String(PART)], 'node 2 reads node 1\'s tail back and stores part 1 whole')
 
   // Node 2 takes a PATCH that stalls in part 3: it holds the upload meanwhile.
   const stalled = await partialPatch(n2.port, location, token, PART, file.subarray(PART), PART + MiB)
@@ -55,9 +58,12 @@ t.test('an upload begun on one node goes on on the others: one PATCH at a time, 
   const busy = await patch(`${n3.url}${location}`, token, 2 * PART, file.subarray(2 * PART))
   t.same([busy.status, busy.body.code, busy.headers.get('retry-after')], [423, 'upload_locked', '1'], 'node 3 refuses a second PATCH while node 2\'s runs')
   stalled.destroy()
+  const cutAt = 2 * PART + MiB
+  await eventually(async () => (await head(`${n3.url}${location}`, token)).headers.get('upload-offset'), o => o === String(cutAt), 20_000)
+  t.pass('the MiB node 2\'s cut body carried past part 2 is kept')
 
   // The client's link came back through node 3: it asks the offset and sends the rest there.
-  const rest = await eventually(() => patch(`${n3.url}${location}`, token, 2 * PART, file.subarray(2 * PART)), r => r.status !== 423, 10_000)
+  const rest = await eventually(() => patch(`${n3.url}${location}`, token, cutAt, file.subarray(cutAt)), r => r.status !== 423, 10_000)
   t.same([rest.status, rest.headers.get('upload-offset')], [204, String(file.length)], 'node 3 finishes it once node 2\'s PATCH has let go')
   const at = await head(`${n1.url}${location}`, token)
   t.same([at.headers.get('upload-offset'), at.headers.get('upload-length')], [String(file.length), String(file.length)], 'node 1 sees it whole')

@@ -59,7 +59,7 @@ async function holdingProxy (t: any, endpoint: string): Promise<{ endpoint: stri
   }
 }
 
-t.test('a client that leaves while its whole part is on the way to the store keeps that part', async t => {
+t.test('a client that leaves while its whole part is on the way to the store keeps that part, and the bytes it sent past it', async t => {
   const infra = sharedInfra(t)
   if (!infra) return
   const proxy = await holdingProxy(t, infra.S3_ENDPOINT)
@@ -78,8 +78,12 @@ t.test('a client that leaves while its whole part is on the way to the store kee
   // The gateway hears of the disconnect within a turn or two of its loop; the part is still held meanwhile.
   await new Promise(resolve => setTimeout(resolve, 300))
   proxy.release()
-  const offset = await eventually(async () => (await head(`${s.url}${location}`, s.token)).headers.get('upload-offset'), o => o === String(PART), 15_000)
-  t.equal(offset, String(PART), 'the part delivered whole before the client left is stored and recorded')
+  const offset = await eventually(async () => (await head(`${s.url}${location}`, s.token)).headers.get('upload-offset'), o => o === String(PART + 1000), 15_000)
+  t.equal(offset, String(PART + 1000), 'the part delivered whole before the client left is stored and recorded, and the 1000 bytes after it kept as its tail')
+  const rest = await eventually(() => patch(`${s.url}${location}`, s.token, PART + 1000, file.data.subarray(PART + 1000)), r => r.status !== 423, 10_000)
+  t.same([rest.status, rest.headers.get('upload-offset')], [204, String(file.data.length)], 'the rest completes it')
+  const committed = await commitEvent(s.url, s.token, baseEnvelope({ event_id: 'evt-tus-left', media: [{ upload_url: location, checksum_sha256: file.sha256 }] }))
+  t.equal(committed.status, 202, 'the server\'s hash is the file\'s')
 })
 
 t.test('one node of a cluster (S3 records) killed -9 mid-PATCH and started again: its lock is not waited out, the upload goes on and commits', async t => {

@@ -59,24 +59,41 @@ async function droppingProxy (t: any, port: number, cutAfter: number): Promise<{
   return { port: (server.address() as { port: number }).port, cuts: () => cuts }
 }
 
+/**
+ * tus-js-client, unmodified, uploads `data` at `endpoint`; the upload's URL,
+ * how often it resumed, and the offset each PATCH was acknowledged to. A
+ * client that stops progressing fails at `deadlineMs` rather than loop.
+ */
+async function tusUpload (endpoint: string, token: string, data: Buffer, options: { chunkSize?: number, deadlineMs: number }): Promise<{ url: string, resumed: number, acknowledged: number[] }> {
+  let resumed = 0
+  const acknowledged: number[] = []
+  const url = await new Promise<string>((resolve, reject) => {
+    const upload = new Upload(data, {
+      endpoint,
+      headers: { authorization: `Bearer ${token}` },
+      metadata: { filetype: 'video/mp4', filename: 'clip.mp4' },
+      ...(options.chunkSize !== undefined ? { chunkSize: options.chunkSize } : {}),
+      retryDelays: Array(40).fill(100),
+      onShouldRetry: () => { resumed++; return true },
+      onChunkComplete: (_size, accepted) => { acknowledged.push(accepted) },
+      onError: err => { clearTimeout(deadline); reject(err) },
+      onSuccess: () => { clearTimeout(deadline); resolve(upload.url!) }
+    })
+    const deadline = setTimeout(() => {
+      upload.abort().catch(() => undefined)
+      reject(new Error(`the upload did not finish within ${options.deadlineMs} ms; acknowledged: ${acknowledged.join(', ')}`))
+    }, options.deadlineMs)
+    upload.start()
+  })
+  return { url, resumed, acknowledged }
+}
+
 t.test('tus-js-client, unmodified, uploads 64 MB through a link that drops every 12 MB; it resumes by itself, and the committed event\'s SHA-256 and object are the file\'s', async t => {
   const s = await setup(t)
   if (!s) return
   const proxy = await droppingProxy(t, s.gateway.port!, 12 * MiB)
   const file = clip(64 * MiB)
-  let resumed = 0
-  const url = await new Promise<string>((resolve, reject) => {
-    const upload = new Upload(file.data, {
-      endpoint: `http://127.0.0.1:${proxy.port}/v1/stream/uploads`,
-      headers: { authorization: `Bearer ${s.token}` },
-      metadata: { filetype: 'video/mp4', filename: 'clip.mp4' },
-      retryDelays: Array(40).fill(100),
-      onShouldRetry: () => { resumed++; return true },
-      onError: reject,
-      onSuccess: () => resolve(upload.url!)
-    })
-    upload.start()
-  })
+  const { url, resumed } = await tusUpload(`http://127.0.0.1:${proxy.port}/v1/stream/uploads`, s.token, file.data, { deadlineMs: 300_000 })
   t.ok(proxy.cuts() >= 4, `the proxy cut the upload ${proxy.cuts()} times`)
   t.ok(resumed >= 4, `the client resumed ${resumed} times`)
   const location = new URL(url).pathname
@@ -94,26 +111,63 @@ t.test('tus-js-client, unmodified, uploads 64 MB through a link that drops every
   t.equal(await sha256Of(s.s3, media[0].uri), file.sha256, 'the object is the file')
 })
 
-t.test('termination aborts the S3 multipart upload and removes the record', async t => {
+t.test('tus-js-client with a chunkSize of 1 MiB, less than a part: every PATCH is acknowledged whole and the upload finishes, with the file\'s SHA-256 and bytes', async t => {
+  const s = await setup(t)
+  if (!s) return
+  const file = clip(3 * PART + 12345)
+  const { url, acknowledged } = await tusUpload(`${s.url}/v1/stream/uploads`, s.token, file.data, { chunkSize: MiB, deadlineMs: 120_000 })
+  t.same(acknowledged, Array.from({ length: Math.ceil(file.data.length / MiB) }, (_, i) => Math.min((i + 1) * MiB, file.data.length)), 'each PATCH moved the offset by its whole chunk, none was sent twice')
+  t.same(await openUploads(s.s3, s.bucket), [], 'the multipart upload is completed')
+  const key = `${CLIENT.client_id}/uploads/${new URL(url).pathname.split('/').pop()}.mp4`
+  t.same(await objectKeys(s.s3, s.bucket), [key], 'only the object is left: no tail')
+  const committed = await commitEvent(s.url, s.token, baseEnvelope({ event_id: 'evt-tus-chunks', media: [{ upload_url: url, checksum_sha256: file.sha256 }] }))
+  t.equal(committed.status, 202, 'the server\'s hash is the file\'s')
+  const [message] = await consume(s.infra.KAFKA_BROKERS, s.topic, 1)
+  const media = JSON.parse(message!.value).media
+  t.match(media, [{ index: 0, size_bytes: file.data.length, sha256: file.sha256 }])
+  t.equal(await sha256Of(s.s3, media[0].uri), file.sha256, 'the object is the file')
+})
+
+t.test('tus-js-client, unmodified, through a link that drops every 3 MB, less than a part per connection: it finishes', async t => {
+  const s = await setup(t)
+  if (!s) return
+  const proxy = await droppingProxy(t, s.gateway.port!, 3 * MiB)
+  const file = clip(3 * PART + 999)
+  const { url, resumed } = await tusUpload(`http://127.0.0.1:${proxy.port}/v1/stream/uploads`, s.token, file.data, { deadlineMs: 120_000 })
+  t.ok(proxy.cuts() >= 5, `the proxy cut the upload ${proxy.cuts()} times`)
+  t.ok(resumed >= 5, `the client resumed ${resumed} times`)
+  const at = await head(`${s.url}${new URL(url).pathname}`, s.token)
+  t.equal(at.headers.get('upload-offset'), String(file.data.length), 'the upload is whole')
+  const committed = await commitEvent(s.url, s.token, baseEnvelope({ event_id: 'evt-tus-3mb', media: [{ upload_url: url, checksum_sha256: file.sha256 }] }))
+  t.equal(committed.status, 202, 'the server\'s hash is the file\'s')
+  const [message] = await consume(s.infra.KAFKA_BROKERS, s.topic, 1)
+  t.equal(await sha256Of(s.s3, JSON.parse(message!.value).media[0].uri), file.sha256, 'the object is the file')
+})
+
+t.test('termination aborts the S3 multipart upload and removes the tail and the record', async t => {
   const s = await setup(t)
   if (!s) return
   const ended = uploadUrl(s.url, await create(s.url, s.token, 2 * PART))
-  t.equal((await patch(ended, s.token, 0, clip(PART).data)).headers.get('upload-offset'), String(PART))
+  t.equal((await patch(ended, s.token, 0, clip(PART + MiB).data)).headers.get('upload-offset'), String(PART + MiB))
   t.equal((await openUploads(s.s3, s.bucket)).length, 1)
+  t.match(await objectKeys(s.s3, s.bucket), [/\/uploads\/[0-9a-f]{32}\.mp4\.tails\/0005242880-[0-9a-f]{16}$/], 'the MiB past the part is a tail object')
   t.equal((await gatewayKeys(s.s3, s.bucket, 'uploads/')).length, 1, 'with STORAGE=s3 and BUS=kafka the record is in the bucket, for every node')
   t.equal((await terminate(ended, s.token)).status, 204)
   t.same(await openUploads(s.s3, s.bucket), [], 'termination aborted its multipart upload')
+  t.same(await objectKeys(s.s3, s.bucket), [], 'and removed its tail')
   t.same(await gatewayKeys(s.s3, s.bucket, 'uploads/'), [], 'and removed its record')
 })
 
-t.test('expiry: the sweep aborts the S3 multipart upload of an unfinished upload, deletes the object of a finished one, and removes both records', async t => {
-  const s = await setup(t, { EVIDENCE_UPLOAD_EXPIRES_S: '1', S3_SWEEP_INTERVAL_MS: '200' })
+t.test('expiry: the sweep aborts the S3 multipart upload of an unfinished upload and deletes its tail, deletes the object of a finished one, and removes both records', async t => {
+  // Long enough for the PATCH to end before the upload expires, on a busy machine too.
+  const s = await setup(t, { EVIDENCE_UPLOAD_EXPIRES_S: '10', S3_SWEEP_INTERVAL_MS: '200' })
   if (!s) return
   const open = uploadUrl(s.url, await create(s.url, s.token, 2 * PART))
-  await patch(open, s.token, 0, clip(PART).data)
+  const kept = await patch(open, s.token, 0, clip(PART + 1000).data)
+  t.same([kept.status, kept.headers.get('upload-offset'), kept.body], [204, String(PART + 1000), undefined])
   await create(s.url, s.token, 1000, {}, clip(1000).data)
-  await eventually(() => gatewayKeys(s.s3, s.bucket, 'uploads/'), keys => keys.length === 0, 15_000)
+  await eventually(() => gatewayKeys(s.s3, s.bucket, 'uploads/'), keys => keys.length === 0, 40_000)
   t.pass('the records are gone')
   t.same(await openUploads(s.s3, s.bucket), [], 'the unfinished one\'s multipart upload is aborted')
-  t.same(await objectKeys(s.s3, s.bucket), [], 'the finished one\'s object is deleted')
+  t.same(await objectKeys(s.s3, s.bucket), [], 'the finished one\'s object and the unfinished one\'s tail are deleted')
 })

@@ -58,7 +58,7 @@ t.test('creation: every bad header has its status, and nothing is created', asyn
   t.same(resumable(), [], 'no upload was opened')
 })
 
-t.test('PATCH in pieces: only whole parts are acknowledged; bad headers change nothing; the committed event carries the server\'s hash', async t => {
+t.test('PATCH in pieces: every byte received is acknowledged, a part\'s tail too; bad headers change nothing; the committed event carries the server\'s hash', async t => {
   const { url, token, published } = await setup(t)
   const file = clip(2 * PART + 1234)
   const created = await create(url, token, file.data.length, { 'upload-metadata': metadata({ filetype: 'video/mp4', filename: 'a.mp4' }) })
@@ -68,29 +68,34 @@ t.test('PATCH in pieces: only whole parts are acknowledged; bad headers change n
   t.ok(Date.parse(created.headers.get('upload-expires')!) > Date.now(), 'Upload-Expires is a date ahead')
   const upload = uploadUrl(url, created)
 
-  const first = await patch(upload, token, 0, file.data.subarray(0, PART + 100))
-  t.same([first.status, first.headers.get('upload-offset')], [204, String(PART)], 'the 100 bytes past the part are not acknowledged')
+  const short = await patch(upload, token, 0, file.data.subarray(0, 100))
+  t.same([short.status, short.headers.get('upload-offset')], [204, '100'], 'a body shorter than a part is acknowledged whole')
+  const first = await patch(upload, token, 100, file.data.subarray(100, PART + 100))
+  const kept = PART + 100
+  t.same([first.status, first.headers.get('upload-offset')], [204, String(kept)], 'the 100 bytes past the part are acknowledged too')
   const at = await head(upload, token)
-  t.same([at.status, at.headers.get('upload-offset'), at.headers.get('upload-length'), at.headers.get('cache-control')], [200, String(PART), String(file.data.length), 'no-store'])
+  t.same([at.status, at.headers.get('upload-offset'), at.headers.get('upload-length'), at.headers.get('cache-control')], [200, String(kept), String(file.data.length), 'no-store'])
   t.equal(at.headers.get('upload-metadata'), metadata({ filetype: 'video/mp4', filename: 'a.mp4' }))
 
-  const rest = file.data.subarray(PART)
-  const stale = await patch(upload, token, 0, rest)
-  t.same([stale.status, stale.body.code, stale.headers.get('upload-offset')], [409, 'upload_offset_mismatch', String(PART)], 'offset mismatch')
-  t.same((await patch(upload, token, PART, rest, { 'content-type': 'application/octet-stream' })).status, 415)
-  t.same((await patch(upload, token, PART, rest, { 'tus-resumable': '' })).status, 412)
-  t.same((await patch(upload, token, PART, rest, { 'upload-offset': 'x' })).body.details, { 'Upload-Offset': 'must be a non-negative integer' })
-  t.same((await patch(upload, token, PART, Buffer.concat([rest, Buffer.from('more')]))).status, 413, 'past Upload-Length')
-  t.same((await patch(upload, token, PART, rest, { 'upload-checksum': 'md5 AAAA' })).status, 400, 'an algorithm not offered')
-  const wrong = await patch(upload, token, PART, rest, { 'upload-checksum': checksum(Buffer.from('something else')) })
+  const rest = file.data.subarray(kept)
+  const stale = await patch(upload, token, PART, rest)
+  t.same([stale.status, stale.body.code, stale.headers.get('upload-offset')], [409, 'upload_offset_mismatch', String(kept)], 'offset mismatch')
+  t.same((await patch(upload, token, kept, rest, { 'content-type': 'application/octet-stream' })).status, 415)
+  t.same((await patch(upload, token, kept, rest, { 'tus-resumable': '' })).status, 412)
+  t.same((await patch(upload, token, kept, rest, { 'upload-offset': 'x' })).body.details, { 'Upload-Offset': 'must be a non-negative integer' })
+  t.same((await patch(upload, token, kept, Buffer.concat([rest, Buffer.from('more')]))).status, 413, 'past Upload-Length')
+  t.same((await patch(upload, token, kept, rest, { 'upload-checksum': 'md5 AAAA' })).status, 400, 'an algorithm not offered')
+  const wrong = await patch(upload, token, kept, rest, { 'upload-checksum': checksum(Buffer.from('something else')) })
   t.same([wrong.status, wrong.body.code], [460, 'upload_checksum_mismatch'], 'a wrong Upload-Checksum')
-  t.equal((await head(upload, token)).headers.get('upload-offset'), String(PART), 'nothing was appended')
+  t.equal((await head(upload, token)).headers.get('upload-offset'), String(kept), 'nothing was appended')
+  const wrongShort = await patch(upload, token, kept, rest.subarray(0, 10), { 'upload-checksum': checksum(Buffer.from('something else')) })
+  t.same([wrongShort.status, (await head(upload, token)).headers.get('upload-offset')], [460, String(kept)], 'nor of a body that ends mid-part')
 
   const uncommitted = await commitEvent(url, token, baseEnvelope({ event_id: 'evt-early', media: [{ upload_url: upload }] }))
-  t.same([uncommitted.status, uncommitted.body.details], [400, { 'media[0].upload_url': `names an unfinished upload (${PART} of ${file.data.length} bytes)` }])
+  t.same([uncommitted.status, uncommitted.body.details], [400, { 'media[0].upload_url': `names an unfinished upload (${kept} of ${file.data.length} bytes)` }])
 
-  const done = await patch(upload, token, PART, rest, { 'upload-checksum': checksum(rest, 'sha1') })
-  t.same([done.status, done.headers.get('upload-offset')], [204, String(file.data.length)], 'the last part is shorter and completes the upload')
+  const done = await patch(upload, token, kept, rest, { 'upload-checksum': checksum(rest, 'sha1') })
+  t.same([done.status, done.headers.get('upload-offset')], [204, String(file.data.length)], 'the rest, after the tail read back, completes the upload')
 
   const mismatch = await commitEvent(url, token, baseEnvelope({ event_id: 'evt-bad', media: [{ upload_url: upload, checksum_sha256: sha256(Buffer.from('x')) }] }))
   t.same([mismatch.status, mismatch.body], [400, { status: 'error', code: 'checksum_mismatch', details: { 'media[0]': 'checksum_sha256 does not match the uploaded file' } }])
@@ -162,12 +167,12 @@ t.test('a second PATCH while one is writing: 423, Retry-After; the first goes on
   t.match(await answer, /^HTTP\/1\.1 204 [^]*upload-offset: 10485760/i, 'the first PATCH completes the upload')
 })
 
-t.test('termination removes the upload and its parts', async t => {
+t.test('termination removes the upload, its parts and its tail', async t => {
   const { url, token, resumable } = await setup(t)
   const created = await create(url, token, 2 * PART)
   const upload = uploadUrl(url, created)
-  t.equal((await patch(upload, token, 0, clip(PART).data)).headers.get('upload-offset'), String(PART))
-  t.equal(resumable().length, 1)
+  t.equal((await patch(upload, token, 0, clip(PART + 1000).data)).headers.get('upload-offset'), String(PART + 1000))
+  t.equal(resumable().length, 2, 'the parts\' file and the tail\'s')
   const gone = await terminate(upload, token)
   t.same([gone.status, gone.headers.get('tus-resumable')], [204, '1.0.0'])
   t.equal((await head(upload, token)).status, 404)
@@ -175,17 +180,18 @@ t.test('termination removes the upload and its parts', async t => {
   t.same(resumable(), [], 'the partial file is gone')
 })
 
-t.test('expiry: past Upload-Expires an upload is gone, cannot be committed, and the sweep removes its parts', async t => {
-  const { url, token, resumable } = await setup(t, { EVIDENCE_UPLOAD_EXPIRES_S: '1', S3_SWEEP_INTERVAL_MS: '100' })
+t.test('expiry: past Upload-Expires an upload is gone, cannot be committed, and the sweep removes its parts and its tail', async t => {
+  const { url, token, resumable } = await setup(t, { EVIDENCE_UPLOAD_EXPIRES_S: '4', S3_SWEEP_INTERVAL_MS: '100' })
   const upload = uploadUrl(url, await create(url, token, 1000, {}, clip(1000).data))
   const open = uploadUrl(url, await create(url, token, 2 * PART))
-  t.equal(resumable().length, 1)
-  await eventually(async () => (await head(upload, token)).status, s => s === 404, 5000)
-  await eventually(async () => (await head(open, token)).status, s => s === 404, 5000)
+  t.equal((await patch(open, token, 0, clip(1000).data)).headers.get('upload-offset'), '1000')
+  t.equal(resumable().length, 2, 'the parts\' file and the tail\'s')
+  await eventually(async () => (await head(upload, token)).status, s => s === 404, 10_000)
+  await eventually(async () => (await head(open, token)).status, s => s === 404, 10_000)
   const late = await commitEvent(url, token, baseEnvelope({ event_id: 'evt-late', media: [{ upload_url: upload }] }))
   t.equal(late.status, 400)
-  await eventually(async () => resumable(), files => files.length === 0, 5000)
-  t.pass('the sweep removed the parts of the unfinished upload')
+  await eventually(async () => resumable(), files => files.length === 0, 10_000)
+  t.pass('the sweep removed the parts and the tail of the unfinished upload')
 })
 
 t.test('per-client caps on open uploads and bytes held: 429 with Retry-After', async t => {
