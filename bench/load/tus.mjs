@@ -3,8 +3,8 @@
 // drops sends it: a creation, a PATCH of the whole clip cut after
 // `cutAfter` bytes (the connection closed under it: a forced disconnect),
 // HEAD for the offset the server kept, the rest in a PATCH (423 while the
-// cut PATCH still holds the upload: tried again; 409 when it stored a part
-// after the HEAD: from the offset the answer gives), then the event committed
+// cut PATCH still holds the upload: tried again; 409 when it recorded a part
+// or the bytes it got after the HEAD: from the offset the answer gives), then the event committed
 // as JSON naming the upload. Its latency is the whole of it; its status the
 // commit's, or the first step that failed (`create 429`, `patch 409`...).
 import { connect } from 'node:net'
@@ -51,7 +51,7 @@ export function tusUploads ({ pool, origin, prefix, media, cutAfter, timeoutMs }
       for (let tries = 0; offset < media.length;) {
         const res = await call(token, 'PATCH', location, { 'upload-offset': String(offset), 'content-type': 'application/offset+octet-stream' }, media.subarray(offset))
         if (res.status === 423 && ++tries < LOCKED_TRIES) { await sleep(100); continue }
-        // The cut PATCH stored a part after the HEAD: go on from where the server says.
+        // The cut PATCH recorded what it got after the HEAD: go on from where the server says.
         if (res.status === 409 && res.headers['upload-offset'] !== undefined && ++tries < LOCKED_TRIES) { offset = Number(res.headers['upload-offset']); continue }
         if (res.status !== 204) return { status: `patch ${res.status}`, ok: false, body: res.text }
         offset = Number(res.headers['upload-offset'])

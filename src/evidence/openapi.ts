@@ -6,7 +6,7 @@ const tusResumable = { name: 'Tus-Resumable', in: 'header', required: true, sche
 const uploadId = { name: 'id', in: 'path', required: true, schema: { type: 'string', pattern: '^[0-9a-f]{32}$' } }
 const integer = (description: string): object => ({ description, schema: { type: 'string', pattern: '^[0-9]+$' } })
 const tusHeaders = { 'Tus-Resumable': { description: 'The tus version served', schema: { const: '1.0.0' } } }
-const offsetHeaders = { ...tusHeaders, 'Upload-Offset': integer('Bytes stored: whole parts only (the last may be short); send again from here'), 'Upload-Expires': { description: 'When an upload not committed to an event is removed (RFC 9110 date)', schema: { type: 'string' } } }
+const offsetHeaders = { ...tusHeaders, 'Upload-Offset': integer('Bytes stored: every byte received, the whole parts and the bytes past them; go on from here'), 'Upload-Expires': { description: 'When an upload not committed to an event is removed (RFC 9110 date)', schema: { type: 'string' } } }
 const tusFailures = {
   401: { description: 'Token missing, invalid or expired' },
   403: { description: 'Token lacks stream:write', content: { 'application/json': { schema: { $ref: '#/components/schemas/EvidenceError' } } } },
@@ -98,7 +98,7 @@ export const evidenceOpenApi = {
       },
       patch: {
         operationId: 'appendUpload',
-        summary: 'tus: append bytes at Upload-Offset; whole parts are stored (S3_PART_SIZE, the last may be short)',
+        summary: 'tus: append bytes at Upload-Offset; every byte received is stored, of a body cut short too (unless it carries Upload-Checksum)',
         security: [{ bearer: ['stream:write'] }],
         parameters: [
           uploadId, tusResumable,
