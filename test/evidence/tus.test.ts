@@ -169,9 +169,11 @@ t.test('a second PATCH while one is writing: 423, Retry-After; the first goes on
 
 t.test('termination removes the upload, its parts and its tail', async t => {
   const { url, token, resumable } = await setup(t)
-  const created = await create(url, token, 2 * PART)
+  const file = clip(PART + 1000).data
+  const created = await create(url, token, 2 * PART, {}, file.subarray(0, 1000))
+  t.same([created.status, created.headers.get('upload-offset')], [201, '1000'], 'creation-with-upload of less than a part keeps it all')
   const upload = uploadUrl(url, created)
-  t.equal((await patch(upload, token, 0, clip(PART + 1000).data)).headers.get('upload-offset'), String(PART + 1000))
+  t.equal((await patch(upload, token, 1000, file.subarray(1000))).headers.get('upload-offset'), String(PART + 1000))
   t.equal(resumable().length, 2, 'the parts\' file and the tail\'s')
   const gone = await terminate(upload, token)
   t.same([gone.status, gone.headers.get('tus-resumable')], [204, '1.0.0'])
