@@ -9,6 +9,7 @@ import { sharedInfra } from '../helpers/infra.js'
 import { consume } from '../helpers/kafka.js'
 import { baseEnvelope, clip } from '../helpers/multipart.js'
 import { commitEvent, create, head, patch } from '../helpers/tus.js'
+import { metric } from '../helpers/uploads.js'
 
 // A tus PATCH whose client or gateway goes away mid-body, on real Kafka and MinIO.
 
@@ -75,8 +76,8 @@ t.test('a client that leaves while its whole part is on the way to the store kee
   socket.write(file.data.subarray(0, PART + 1000))
   await eventually(async () => proxy.heldBytes(), n => n > PART, 10_000)
   socket.destroy()
-  // The gateway hears of the disconnect within a turn or two of its loop; the part is still held meanwhile.
-  await new Promise(resolve => setTimeout(resolve, 300))
+  // The part is held until the gateway has heard of the disconnect (the PATCH counted as 499).
+  await eventually(async () => metric(s.url, 'gateway_http_requests_total{server="gateway",method="PATCH",route="/v1/stream/uploads/{id}",status="499"}'), n => n === 1, 10_000)
   proxy.release()
   const offset = await eventually(async () => (await head(`${s.url}${location}`, s.token)).headers.get('upload-offset'), o => o === String(PART + 1000), 15_000)
   t.equal(offset, String(PART + 1000), 'the part delivered whole before the client left is stored and recorded, and the 1000 bytes after it kept as its tail')
