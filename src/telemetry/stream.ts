@@ -121,6 +121,7 @@ export class TelemetryStream {
         res.end(JSON.stringify(errorBody('telemetry', e)), true)
       })
     }
+    let later = false
     const admit = (claims: TokenClaims): void => {
       if (aborted) return
       if (this.draining) return refuse(new GatewayError('shutting_down', 'server is shutting down', { headers: { 'retry-after': '1' } }))
@@ -140,12 +141,21 @@ export class TelemetryStream {
       // Counted from the upgrade on, so that upgrades in flight cannot pass the bound together.
       this.perClient.set(claims.tenantKey, open + 1)
       const conn: Connection = { claims, streamId, ws: undefined, unackedRecords: 0, unackedBytes: 0, ackFrom: -1, ackTo: -1, flushQueued: false, closing: undefined, closed: false, timers: [] }
-      res.cork(() => { res.upgrade(conn, headers['sec-websocket-key']!, headers['sec-websocket-protocol'] ?? '', headers['sec-websocket-extensions'] ?? '', context) })
+      const upgrade = (): void => { res.upgrade(conn, headers['sec-websocket-key']!, headers['sec-websocket-protocol'] ?? '', headers['sec-websocket-extensions'] ?? '', context) }
+      // After an await, not in res.cork(): uWS's cork, once its callback has upgraded the socket, can read
+      // the new WebSocket's bytes as the response's state and close it (uNetworking/uWebSockets#1928, fixed
+      // by #1929 after the builds used here). A token checked against IDP_JWKS_URL lost its stream about one
+      // time in three so, dropped without a close frame right after `ready`. uWS prints a warning to stderr
+      // for the uncorked write; that is the price of a stream that stays open.
+      if (later) upgrade()
+      else res.cork(upgrade)
     }
     try {
       const claims = this.verifier.verify(headers['authorization'], this.scope)
-      if (claims instanceof Promise) claims.then(admit, refuse)
-      else admit(claims)
+      if (claims instanceof Promise) {
+        later = true
+        claims.then(admit, refuse)
+      } else admit(claims)
     } catch (err) {
       refuse(err)
     }
