@@ -21,8 +21,9 @@ t.test('a node joining a cluster with a run history reads only the partitions it
   const joinedAt = Date.now()
   const second = await startRunNode(t, cluster, 'n2')
   const owners = await settledLayout(cluster, [first, second])
-  const tookUp = second.child.lines.filter(l => l['msg'] === 'runs partition taken up')
   const mine = [...owners].filter(([, n]) => n === second).map(([p]) => p)
+  // The node says it serves them over HTTP; its log lines come through a pipe of their own, a moment later or sooner.
+  const tookUp = await eventually(async () => second.child.lines.filter(l => l['msg'] === 'runs partition taken up'), lines => lines.length >= mine.length, 10_000)
   t.same(tookUp.map(l => l['partition']).sort(), [...mine].sort(), 'it took up exactly the partitions it was given')
   const read = tookUp.reduce((n, l) => n + Number(l['to']) - Number(l['restoredFrom']), 0)
   t.ok(read > 0 && BigInt(read) < total, `it read ${read} of the ${total} offsets of the runs topic`)
