@@ -7,3 +7,4 @@ export { SlabPool, SlabLease, defaultLimits, RATE_GRACE_MS, type SlabLimits } fr
 export { storageMetrics } from './metrics.js'
 export { writeObject, type ObjectWriter } from './write-object.js'
 export { S3PartStore, FsPartStore, type PartStore } from './part-store.js'
+export { chunkReader, type ChunkReader } from './chunk-reader.js'

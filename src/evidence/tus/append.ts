@@ -1,5 +1,5 @@
 import { GatewayError } from '../../errors.js'
-import type { ByteSource, PartStore, SlabPool } from '../../storage/index.js'
+import { chunkReader, type ByteSource, type PartStore, type SlabPool } from '../../storage/index.js'
 import type { HashPool } from '../hasher.js'
 import type { HeldUpload } from './lock.js'
 import type { ChecksumAlgorithm } from './protocol.js'
@@ -80,17 +80,7 @@ export async function append (held: HeldUpload, body: ByteSource, options: Appen
     pending.add(done)
   }
 
-  const chunks = body[Symbol.asyncIterator]()
-  // One listener for the whole body, not one per read (write-object.ts says why).
-  let stopRead: ((reason: unknown) => void) | undefined
-  const onAbort = (): void => stopRead?.(reading.reason)
-  reading.addEventListener('abort', onAbort, { once: true })
-  const nextChunk = (): Promise<IteratorResult<Uint8Array>> => reading.aborted
-    ? Promise.reject(reading.reason)
-    : new Promise((resolve, reject) => {
-      stopRead = reject
-      chunks.next().then(resolve, reject)
-    })
+  const chunks = chunkReader(body, reading)
   let slab: Uint8Array | undefined
   /** Where the slab's bytes start in the upload, how many it holds, and how many of those the record holds already (the tail's). */
   let from = start.offset - (start.tail?.bytes ?? 0)
@@ -107,8 +97,7 @@ export async function append (held: HeldUpload, body: ByteSource, options: Appen
         lease.filled(read)
       }
       while (true) {
-        const next = await nextChunk()
-        stopRead = undefined
+        const next = await chunks.next()
         if (next.done === true) break
         const chunk = next.value
         for (let at = 0; at < chunk.length;) {
@@ -162,7 +151,7 @@ export async function append (held: HeldUpload, body: ByteSource, options: Appen
     await Promise.allSettled(pending)
     throw err
   } finally {
-    reading.removeEventListener('abort', onAbort)
+    chunks.close()
     if (slab !== undefined) lease.release(slab)
     lease.close()
     // Only a tail the record moved past is removed: a write that failed may still have landed, and its tail is then the record's.
